@@ -1,0 +1,75 @@
+"""End-of-sweep summary from the jobs' ``result.json`` files (works with or
+without tracking): one row per variant, mean ± sd over its repeats."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from silas_exp.metrics.names import display_name
+
+RESULT_FILE = "result.json"
+HEADLINE = (
+    "context.retrieval_relevance",
+    "ir.ndcg_at_10",
+    "feedback.exclusion_auc",
+    "context.tokens_per_served_need",
+    "summary.pass_rate",
+    "llm.cost_usd",
+)
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    variant: str
+    repeat: int
+    status: str  # finished | failed
+    metrics: dict[str, float]
+    error: str | None
+    folder: Path
+
+
+def read_job_records(sweep_dir: Path) -> list[JobRecord]:
+    records = []
+    for path in sorted(sweep_dir.glob(f"*/{RESULT_FILE}")):
+        data: dict[str, Any] = json.loads(path.read_text())
+        records.append(JobRecord(data["variant"], int(data["repeat"]), data["status"],
+                                 data.get("metrics", {}), data.get("error"), path.parent))
+    return records
+
+
+def _fmt(values: Sequence[float]) -> str:
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    if not vals:
+        return "—"
+    mean = float(np.mean(vals))
+    if len(vals) < 2:
+        return f"{mean:.3f}"
+    return f"{mean:.3f} ± {float(np.std(vals, ddof=1)):.3f}"
+
+
+def variant_table(records: Sequence[JobRecord], metrics: Sequence[str] = HEADLINE) -> str:
+    """Markdown table: variant | n | metric (mean ± sd over repeats) ..."""
+    by_variant: dict[str, list[JobRecord]] = defaultdict(list)
+    for r in records:
+        by_variant[r.variant].append(r)
+    header = ["variant", "repeats"] + [display_name(m) for m in metrics]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for variant in sorted(by_variant):
+        jobs = by_variant[variant]
+        ok = [j for j in jobs if j.status == "finished"]
+        n = f"{len(ok)}/{len(jobs)}"
+        cells = [_fmt([j.metrics.get(m, math.nan) for j in ok]) for m in metrics]
+        lines.append("| " + " | ".join([variant, n, *cells]) + " |")
+    return "\n".join(lines)
+
+
+def failures(records: Sequence[JobRecord]) -> list[str]:
+    return [f"{r.variant}#r{r.repeat} ({r.folder}): {r.error}" for r in records if r.status != "finished"]

@@ -1,0 +1,135 @@
+"""Hydra entry point: compose → validate once → ``run_job`` → track → exit code.
+
+Exit codes: 0 ok; 1 a job failed (or a sweep had failed jobs); 2 bad input
+(unknown config option, invalid value, broken suite file). Errors print one
+paragraph; ``--verbose`` or ``HYDRA_FULL_ERROR=1`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from silas_exp.config import ExperimentConfig, validate
+from silas_exp.errors import ConfigError, SilasExpError, SuiteError
+from silas_exp.exitstate import STATE
+from silas_exp.runner import JobOutcome, make_job, run_job
+from silas_exp.tracking.jobs import JobTracker, SweepInfo, open_store
+from silas_exp.tracking.payload import variant_name
+
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+
+
+def verbose() -> bool:
+    return STATE["verbose"] or os.environ.get("HYDRA_FULL_ERROR") == "1"
+
+
+def report(exc: BaseException, what: str) -> None:
+    if verbose():
+        traceback.print_exception(exc)
+    print(f"error: {what}: {exc}", file=sys.stderr)
+    if not verbose():
+        print("(run with --verbose for the full traceback)", file=sys.stderr)
+
+
+def _write_result(out_dir: Path, variant: str, repeat: int, outcome: JobOutcome | None,
+                  error: str | None) -> None:
+    data = {"variant": variant, "repeat": repeat, "status": "failed" if error else "finished",
+            "error": error, "metrics": outcome.metrics if outcome else {},
+            "suite_version": outcome.suite_version if outcome else None,
+            "run": outcome.run.model_dump(mode="json") if outcome else None}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "result.json").write_text(json.dumps(data, indent=1, allow_nan=True))
+    if outcome is not None and outcome.calibration is not None:
+        cal = outcome.calibration
+        (out_dir / "calibration.json").write_text(json.dumps({
+            "weights": cal.weights.tolist(), "guidance": cal.guidance,
+            "n_candidates": cal.n_candidates, "exclusion_rates": cal.rates.as_metrics()}, indent=1))
+
+
+def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], multirun: bool,
+            job_num: int) -> float:
+    sweep = SweepInfo.read(out_dir.parent) if multirun else None
+    variant = variant_name(task_overrides, sweep.swept_keys if sweep else [], cfg.scorer.name)
+    job = make_job(cfg, variant)
+    label = f"[job {job_num}] {variant}#r{job.repeat}" if multirun else f"[run] {variant}"
+    store = open_store(cfg)
+    t0 = time.perf_counter()
+    try:
+        with JobTracker(store, cfg, job, sweep) as tracker:
+            outcome = run_job(cfg, job, out_dir)
+            _write_result(out_dir, variant, job.repeat, outcome, None)
+            tracker.log_outcome(outcome, out_dir)
+    except (ConfigError, SuiteError):
+        raise
+    except Exception as exc:
+        _write_result(out_dir, variant, job.repeat, None, f"{type(exc).__name__}: {exc}")
+        if not multirun or cfg.fail_fast:
+            raise
+        report(exc, f"{label} failed (the sweep goes on)")
+        return math.nan
+    value = outcome.metrics.get(cfg.metrics.optimize, math.nan)
+    summary = outcome.run.summary
+    print(f"{label}: {len(outcome.run.results)} cases, pass {summary.pass_rate:.0%}, "
+          f"{cfg.metrics.optimize}={value:.3f} ({time.perf_counter() - t0:.1f}s) -> {out_dir}",
+          flush=True)
+    if not multirun:
+        print(f"results: {out_dir / 'result.json'}")
+        if store is not None:
+            print(f"mlflow ui --backend-store-uri {cfg.tracking.uri}")
+    return value
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def hydra_main(dcfg: DictConfig) -> float:
+    STATE["in_task"] = True
+    try:
+        hc = HydraConfig.get()
+        multirun = hc.mode == RunMode.MULTIRUN
+        try:
+            cfg = validate(OmegaConf.to_container(dcfg, resolve=True))  # type: ignore[arg-type]
+        except SilasExpError as exc:
+            report(exc, "bad input")
+            raise SystemExit(2) from None
+        try:
+            return execute(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), multirun,
+                           hc.job.num or 0)
+        except (ConfigError, SuiteError) as exc:
+            report(exc, "bad input")
+            raise SystemExit(2) from None
+        except SilasExpError as exc:
+            report(exc, "run failed")
+            raise SystemExit(exc.exit_code) from None
+        except Exception as exc:
+            report(exc, "run failed")
+            raise SystemExit(1) from None
+    finally:
+        STATE["in_task"] = False
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m silas_exp``: Hydra's command line plus ``--verbose``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--verbose" in args:
+        args.remove("--verbose")
+        STATE["verbose"] = True
+        os.environ["HYDRA_FULL_ERROR"] = "1"
+    sys.argv = [sys.argv[0], *args]
+    try:
+        hydra_main()
+    except SystemExit as exc:
+        # Hydra exits 1 when composing fails (unknown group option, bad override):
+        # that is bad input, so 2 — unless a job was running when it happened.
+        if exc.code == 1 and not STATE["in_task"] and not STATE["jobs_failed"]:
+            raise SystemExit(2) from None
+        raise

@@ -1,0 +1,157 @@
+"""Typed experiment config: the composed Hydra ``DictConfig`` is converted and
+validated once, at the entry point. A bad value fails here with its key, the
+value, what is allowed and how to fix it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
+
+from silas_exp.context.budget import TokenBudget
+from silas_exp.context.strategies import StrategySettings, validate_strategy_settings
+from silas_exp.errors import ConfigError
+from silas_exp.llm.settings import LLMSettings
+from silas_exp.scorers.base import ScorerSettings, validate_scorer_settings
+from silas_exp.scorers.prompt import PromptSettings
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SuiteConfig(_Strict):
+    name: str
+    path: str
+    max_cases: int | None = Field(default=None, ge=1)
+
+
+class KeepbackConfig(_Strict):
+    recall: float = Field(default=0.85, ge=0.0, le=1.0, allow_inf_nan=False)
+    false_keep: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    horizon: int = Field(default=20, ge=1)
+    latency_median_ms: float = Field(default=700.0, gt=0, allow_inf_nan=False)
+    latency_sigma: float = Field(default=0.6, ge=0, allow_inf_nan=False)
+    eviction_feedback_timeout_ms: float = Field(default=2000.0, gt=0, allow_inf_nan=False)
+
+
+class ModelConfig(_Strict):
+    name: str
+    backend: Literal["simulated", "anthropic"]
+    scorer_id: str
+    main_id: str
+    judge_id: str
+    keepback: KeepbackConfig = Field(default_factory=KeepbackConfig)
+
+
+class TrackingConfig(_Strict):
+    enabled: bool = True
+    uri: str | None = None
+    artifact_root: str | None = None
+    experiment_prefix: str = "silas"
+    log_case_table: bool = True
+
+
+class MetricsConfig(_Strict):
+    horizon: int = Field(default=20, ge=1)  # look-ahead for need-graded ranking metrics
+    optimize: str = "context.retrieval_relevance"
+
+
+class PathsConfig(_Strict):
+    root: str
+    suites: str
+    mlruns: str
+    cache: str
+
+
+class ExperimentConfig(_Strict):
+    seed: int = Field(default=0, ge=0)
+    repeats: int = Field(default=5, ge=1)
+    repeat: int = Field(default=0, ge=0)
+    fail_fast: bool = False
+    suite: SuiteConfig
+    scorer: SerializeAsAny[ScorerSettings]
+    eviction: SerializeAsAny[StrategySettings]
+    model: ModelConfig
+    prompt: PromptSettings
+    judge: dict[str, Any] = Field(default_factory=dict)
+    llm: LLMSettings
+    budget: TokenBudget = Field(default_factory=TokenBudget)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    paths: PathsConfig
+    experiment: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scorer_by_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("scorer"), Mapping):
+            data = {**data, "scorer": validate_scorer_settings(data["scorer"])}
+        if isinstance(data, dict) and isinstance(data.get("eviction"), Mapping):
+            data = {**data, "eviction": validate_strategy_settings(data["eviction"])}
+        return data
+
+    @model_validator(mode="after")
+    def _repeat_in_range(self) -> ExperimentConfig:
+        if self.repeat >= self.repeats:
+            raise ValueError(f"repeat={self.repeat} but repeats={self.repeats}; repeat must be < repeats")
+        return self
+
+    def variant_hash(self) -> str:
+        """Hash of everything that defines the variant (not repeat, seed of the job,
+        tracking, paths or cache settings): equal hashes = same treatment."""
+        data = self.model_dump(mode="json", exclude={"repeat", "tracking", "paths", "fail_fast"})
+        data["llm"] = {k: v for k, v in data["llm"].items() if k not in ("cache_dir", "cache_mode")}
+        blob = json.dumps(data, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def job_seed(base_seed: int, repeat: int) -> int:
+    """Distinct, reproducible seed per repeat; shared by all variants (paired design)."""
+    digest = hashlib.sha256(f"silas_exp/{base_seed}/{repeat}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+def _value_at(data: Any, loc: tuple) -> Any:
+    for part in loc:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def pydantic_error_to_config_error(exc: Exception, prefix: str = "", data: Any = None) -> ConfigError:
+    if isinstance(exc, ConfigError):
+        return exc
+    if not isinstance(exc, ValidationError):
+        return ConfigError(f"{prefix}: {exc}")
+    problems = []
+    for err in exc.errors()[:4]:
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + loc)
+        value = err.get("input", _value_at(data, loc))
+        if err["type"] == "extra_forbidden":
+            problems.append(f"{key} is not a known option (remove it or check the spelling)")
+        elif err["type"] == "missing":
+            problems.append(f"{key} is required but missing")
+        else:
+            problems.append(f"{key} = {value!r}: {err['msg'].lower()}")
+    first = exc.errors()[0]
+    example_key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(first["loc"]))
+    return ConfigError(
+        "invalid config: " + "; ".join(problems)
+        + f". Fix it on the command line (e.g. {example_key}=<valid value>) or in the conf/ file "
+        "that sets it."
+    )
+
+
+def validate(raw: Mapping[str, Any]) -> ExperimentConfig:
+    """Validate a resolved, container-form config (without the ``hydra`` node)."""
+    data = {k: v for k, v in raw.items() if k != "hydra"}
+    try:
+        return ExperimentConfig.model_validate(data)
+    except (ValidationError, ConfigError) as exc:
+        raise pydantic_error_to_config_error(exc, data=data) from None

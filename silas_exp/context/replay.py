@@ -1,0 +1,80 @@
+"""Replay a scripted session turn by turn through the context manager.
+
+Per turn: new items enter the window; the main model works on the turn and
+needs some earlier items (ground truth) — each need is *served* if the item is
+in the window, unmasked and active, otherwise the item is retrieved back from
+memory (a re-retrieval, which costs its tokens again); subscriptions touched
+this turn reactivate; then eviction runs once.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+
+from silas_exp.context.budget import TokenBudget
+from silas_exp.context.stats import NeedEvent, ReplayStats
+from silas_exp.context.window import LiveItem, Window
+from silas_exp.schema.session import Session, SessionTruth
+
+
+class NeedOracle:
+    """Ground-truth look-ups (future need), for the simulated main model, the
+    oracle scorer and the metrics. Never handed to a real scorer."""
+
+    def __init__(self, truth: SessionTruth) -> None:
+        self._refs: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for r in truth.references:
+            self._refs[r.ctx_id].append((r.turn, r.grade))
+        for refs in self._refs.values():
+            refs.sort()
+
+    def max_grade_within(self, ctx_id: str, turn: int, horizon: int) -> int:
+        """Highest grade of any need of ``ctx_id`` in turns (turn, turn + horizon]."""
+        return max((g for t, g in self._refs.get(ctx_id, ()) if turn < t <= turn + horizon), default=0)
+
+    def discounted_need(self, ctx_id: str, turn: int, horizon: int = 30) -> float:
+        """Future need in [0, 1]: grade/3 of the next need, discounted by distance."""
+        for t, g in self._refs.get(ctx_id, ()):
+            if t > turn:
+                return (g / 3.0) * max(0.0, 1.0 - (t - turn - 1) / (2 * horizon))
+        return 0.0
+
+
+Step = Callable[[Window, int], None]
+
+
+def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudget,
+           stats: ReplayStats) -> ReplayStats:
+    by_turn: dict[int, list] = defaultdict(list)
+    for item in session.items:
+        by_turn[item.turn].append(item)
+    needs: dict[int, list] = defaultdict(list)
+    for ref in truth.references:
+        needs[ref.turn].append(ref)
+    window = Window()
+    for turn in range(session.turns):
+        for item in by_turn.get(turn, ()):
+            window.add(LiveItem.from_session(item, budget.max_subscription_tokens))
+        for ref in needs.get(turn, ()):
+            it = window.get(ref.ctx_id)
+            served = it is not None and not it.masked and it.active
+            if it is None and ref.ctx_id in window.evicted:
+                it = window.retrieve(ref.ctx_id, turn)
+                stats.re_retrievals += 1
+                stats.re_retrieved_tokens += it.tokens
+            elif it is not None and not served:
+                it.restore()  # re-run the tool / re-activate: costs the full tokens again
+                stats.re_retrievals += 1
+                stats.re_retrieved_tokens += it.tokens
+            if it is not None:
+                it.last_ref = turn
+            stats.needs.append(NeedEvent(turn, ref.ctx_id, ref.grade, served))
+        for it in window:
+            if it.kind == "subscription" and turn in it.refreshed_turns:
+                it.restore()
+                it.last_ref = turn
+        step(window, turn)
+        stats.window_tokens.append(window.usage())
+    stats.turns = session.turns
+    return stats

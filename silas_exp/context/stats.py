@@ -1,0 +1,49 @@
+"""Raw per-case observations the replay collects; metrics are computed from
+these afterwards (silas_exp.metrics), never inside the replay loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class NeedEvent:
+    turn: int
+    ctx_id: str
+    grade: int
+    served: bool  # present, unmasked and active in the window when needed
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The scorer's keep-first ranking of the evictable items at one Tier-2 call."""
+
+    turn: int
+    ranked: tuple[str, ...]
+
+
+@dataclass
+class ReplayStats:
+    needs: list[NeedEvent] = field(default_factory=list)
+    window_tokens: list[int] = field(default_factory=list)
+    rankings: list[Ranking] = field(default_factory=list)
+    # one entry per presented candidate: scorer relevance, kept back?, turn, ctx_id
+    candidate_scores: list[float] = field(default_factory=list)
+    candidate_excluded: list[bool] = field(default_factory=list)
+    candidate_turns: list[int] = field(default_factory=list)
+    candidate_ids: list[str] = field(default_factory=list)
+    evictions: list[tuple[int, str]] = field(default_factory=list)  # (turn, ctx_id) all tiers
+    guard_triggers: int = 0
+    proposals: int = 0
+    scorer_calls: int = 0
+    scorer_failures: int = 0
+    fallbacks: int = 0
+    breaker_opens: int = 0
+    auto_resolved: int = 0
+    hard_ceiling_overrides: int = 0
+    re_retrievals: int = 0
+    re_retrieved_tokens: int = 0
+    masked: int = 0
+    trivial_dropped: int = 0
+    subscriptions_deactivated: int = 0
+    turns: int = 0

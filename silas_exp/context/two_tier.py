@@ -1,0 +1,160 @@
+"""Silas two-tier eviction, once per turn.
+
+Tier 1 (no model): mask old tool results, drop trivial acknowledgements,
+deactivate stale subscriptions, then evict by zone policy any zone above its
+cap (share × allocable × ``zone_cap_factor``). If usage is still above the
+eviction threshold, Tier 2 asks the scorer to rank the evictable items, groups
+them coherently, proposes the lowest-relevance groups until usage would reach
+``evict_to_pct``, lets the main model keep items back, and evicts the rest.
+Scorer failures (timeout, error) count toward a circuit breaker that opens
+after ``breaker_failures`` in a row; while it is open, or on any failure,
+aggressive heuristics evict instead. ``scorer_threshold_pct`` is a hard
+ceiling: keep-backs cannot hold usage above it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from datetime import UTC, datetime
+
+from pydantic import Field
+
+from silas_exp.context.budget import TokenBudget, ZoneShares, zone_budgets
+from silas_exp.context.policy import (
+    deactivate_stale_subscriptions,
+    drop_trivial_acks,
+    evict_by_zone_policy,
+    evict_to_total,
+    mask_old_tool_results,
+)
+from silas_exp.context.stats import Ranking, ReplayStats
+from silas_exp.context.strategies import StrategySettings
+from silas_exp.context.window import LiveItem, Window
+from silas_exp.schema.eviction import ContextZone, EvictionCandidate, EvictionProposal
+from silas_exp.scorers.base import Scorer, ScorerUnavailable
+
+
+class TwoTierSettings(StrategySettings):
+    name: str = "two_tier"
+    zone_cap_factor: float = Field(default=1.25, ge=1.0, le=2.0, allow_inf_nan=False)
+    breaker_failures: int = Field(default=3, ge=1)
+    breaker_cooldown_turns: int = Field(default=10, ge=1)
+    fallback_extra_pct: float = Field(default=0.10, ge=0.0, le=0.5)
+    keepbacks: bool = True
+
+
+class TwoTierEviction:
+    def __init__(self, settings: TwoTierSettings, budget: TokenBudget, shares: ZoneShares,
+                 scorer: Scorer, broker, stats: ReplayStats, scope_id: str) -> None:
+        self.s, self.budget, self.shares, self.scorer = settings, budget, shares, scorer
+        self.broker, self.stats, self.scope_id = broker, stats, scope_id
+        self._failures = 0
+        self._open_until = -1
+
+    # -- tier 1 ---------------------------------------------------------------
+    def _caps(self, window: Window) -> dict[ContextZone, int]:
+        system = window.zone_usage(ContextZone.SYSTEM)
+        return {z: int(b * self.s.zone_cap_factor) for z, b in
+                zone_budgets(self.shares, self.budget, system).items()}
+
+    def tier1(self, window: Window, turn: int) -> None:
+        st = self.stats
+        st.masked += int(mask_old_tool_results(window, turn, self.budget) > 0)
+        dropped = drop_trivial_acks(window, turn, self.budget)
+        st.trivial_dropped += len(dropped)
+        st.subscriptions_deactivated += deactivate_stale_subscriptions(window, turn, self.budget)
+        evicted = list(dropped)
+        for zone, cap in self._caps(window).items():
+            evicted += evict_by_zone_policy(window, zone, cap, turn)
+        st.evictions += [(turn, cid) for cid in evicted]
+
+    # -- tier 2 ---------------------------------------------------------------
+    def _fallback(self, window: Window, turn: int) -> None:
+        self.stats.fallbacks += 1
+        pct = max(self.budget.evict_to_pct - self.s.fallback_extra_pct, 0.0)
+        evicted = evict_to_total(window, int(pct * self.budget.total), self._caps(window), turn)
+        self.stats.evictions += [(turn, cid) for cid in evicted]
+
+    def _score(self, items: list[LiveItem], turn: int) -> dict[str, float] | None:
+        if turn < self._open_until:
+            return None
+        self.stats.scorer_calls += 1
+        try:
+            scores = self.scorer.score(items, turn)
+        except ScorerUnavailable:
+            self.stats.scorer_failures += 1
+            self._failures += 1
+            if self._failures >= self.s.breaker_failures:
+                self.stats.breaker_opens += 1
+                self._open_until = turn + self.s.breaker_cooldown_turns
+                self._failures = 0
+            return None
+        self._failures = 0
+        return scores
+
+    def tier2(self, window: Window, turn: int) -> None:
+        items = window.evictable()
+        scores = self._score(items, turn)
+        if scores is None:
+            self._fallback(window, turn)
+            return
+        self.stats.rankings.append(
+            Ranking(turn, tuple(sorted(scores, key=lambda c: (-scores[c], c))))
+        )
+        groups: dict[str, list[LiveItem]] = defaultdict(list)
+        for it in items:
+            groups[it.group or it.ctx_id].append(it)
+        units = sorted(groups.values(), key=lambda g: (max(scores[i.ctx_id] for i in g), g[0].ctx_id))
+        need = window.usage() - int(self.budget.evict_to_pct * self.budget.total)
+        chosen: list[LiveItem] = []
+        for unit in units:
+            if need <= 0:
+                break
+            chosen += sorted(unit, key=lambda i: scores[i.ctx_id])
+            need -= sum(i.tokens for i in unit)
+        proposal = EvictionProposal(
+            proposal_id=uuid.uuid4().hex, scope_id=self.scope_id, turn_number=turn,
+            proposed_at=datetime.now(UTC), scorer_model=self.scorer.model_id,
+            candidates=[
+                EvictionCandidate(ctx_id=i.ctx_id, zone=i.zone, relevance_score=scores[i.ctx_id],
+                                  age_turns=i.age(turn), token_count=i.tokens)
+                for i in chosen
+            ],
+        )
+        self.stats.proposals += 1
+        excluded: frozenset[str] = frozenset()
+        if self.s.keepbacks and chosen:
+            outcome = self.broker.resolve(proposal, {i.ctx_id: i for i in chosen}, turn)
+            excluded = outcome.excluded
+            self.stats.auto_resolved += outcome.feedback.resolved_by == "auto"
+            # a kept-back item keeps its whole coherence group
+            kept_groups = {i.group for i in chosen if i.ctx_id in excluded and i.group}
+            excluded = excluded | {i.ctx_id for i in chosen if i.group in kept_groups}
+        for i in chosen:
+            self.stats.candidate_scores.append(scores[i.ctx_id])
+            self.stats.candidate_excluded.append(i.ctx_id in excluded)
+            self.stats.candidate_turns.append(turn)
+            self.stats.candidate_ids.append(i.ctx_id)
+        self.scorer.observe(chosen, [i.ctx_id in excluded for i in chosen], turn)
+        for i in chosen:
+            if i.ctx_id not in excluded:
+                window.evict(i.ctx_id)
+                self.stats.evictions.append((turn, i.ctx_id))
+        ceiling = int(self.budget.scorer_threshold_pct * self.budget.total)
+        if window.usage() > ceiling:
+            self.stats.hard_ceiling_overrides += 1
+            evicted = evict_to_total(window, ceiling, self._caps(window), turn)
+            self.stats.evictions += [(turn, cid) for cid in evicted]
+
+    def step(self, window: Window, turn: int) -> None:
+        self.tier1(window, turn)
+        if window.usage() > self.budget.eviction_threshold_pct * self.budget.total:
+            self.stats.guard_triggers += 1
+            self.tier2(window, turn)
+
+    def compress(self, window: Window, turn: int) -> None:
+        """Explicit flush: Tier 1, then Tier 2 down to ``evict_to_pct`` regardless of the guard."""
+        self.tier1(window, turn)
+        if window.usage() > self.budget.evict_to_pct * self.budget.total:
+            self.tier2(window, turn)

@@ -1,0 +1,42 @@
+"""Exception hierarchy. Every message is written for the user: it names the
+file, the field, the bad value and the fix. The entry points turn these into a
+one-paragraph error and exit code 2 (``--verbose`` / ``HYDRA_FULL_ERROR=1``
+show the traceback)."""
+
+from __future__ import annotations
+
+
+class SilasExpError(Exception):
+    """Base of every error silas_exp raises on purpose."""
+
+    exit_code = 2
+
+
+class ConfigError(SilasExpError):
+    """A composed config value is invalid (bad key, value out of range)."""
+
+
+class SuiteError(SilasExpError):
+    """A suite, case or session file is missing, not JSON, or breaks the schema."""
+
+
+class LLMError(SilasExpError):
+    """A model call failed for good (after retries) or answered garbage."""
+
+
+class BudgetExceeded(SilasExpError):
+    """The configured ``budget.max_usd`` was reached; finished work is kept."""
+
+
+class TrackingError(SilasExpError):
+    """The tracking store is unreachable, read-only or inconsistent."""
+
+
+class AnalysisError(SilasExpError):
+    """A compare / ablation / regression / promotion request cannot be served."""
+
+
+class RegressionFound(SilasExpError):
+    """Raised by gates; exit code 1 so CI distinguishes it from bad input (2)."""
+
+    exit_code = 1

@@ -1,0 +1,5 @@
+"""Process-wide facts the CLI needs to pick an exit code (see silas_exp.app)."""
+
+from __future__ import annotations
+
+STATE = {"in_task": False, "verbose": False, "jobs_failed": False}

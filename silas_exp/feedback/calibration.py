@@ -1,0 +1,116 @@
+"""Calibration: turn feedback into better scorer weights and prompt guidance.
+
+* Offline weights: L2-regularised logistic regression of "kept back" on the
+  candidate features, shrunk toward the control's weights (so sparse data
+  moves little). Hand-written on scipy.optimize because the project carries no
+  scikit-learn and needs the shrink-toward-prior penalty.
+* Prompt guidance: exclusion rates by zone and age bucket turned into short
+  instructions for the scorer prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import minimize
+
+from silas_exp.feedback.store import FeedbackDataset
+
+AGE_BUCKETS: tuple[tuple[str, int, int], ...] = (
+    ("0-2", 0, 2), ("3-9", 3, 9), ("10-29", 10, 29), ("30+", 30, 10**9),
+)
+
+
+def age_bucket(age: int) -> str:
+    for name, lo, hi in AGE_BUCKETS:
+        if lo <= age <= hi:
+            return name
+    return AGE_BUCKETS[-1][0]
+
+
+@dataclass(frozen=True)
+class Rate:
+    rate: float
+    n: int
+
+
+@dataclass(frozen=True)
+class ExclusionRates:
+    overall: Rate
+    by_zone: dict[str, Rate]
+    by_age: dict[str, Rate]
+    by_scope: dict[str, Rate]
+
+    def as_metrics(self) -> dict[str, float]:
+        out = {"feedback.exclusion_rate": self.overall.rate}
+        out.update({f"feedback.exclusion_rate.zone.{k}": v.rate for k, v in self.by_zone.items()})
+        out.update({f"feedback.exclusion_rate.age.{k}": v.rate for k, v in self.by_age.items()})
+        return out
+
+
+def _rates(labels: np.ndarray, keys: np.ndarray) -> dict[str, Rate]:
+    return {
+        str(k): Rate(float(labels[keys == k].mean()), int((keys == k).sum()))
+        for k in sorted(set(keys.tolist()))
+    }
+
+
+def exclusion_rates(data: FeedbackDataset) -> ExclusionRates:
+    y = data.y
+    overall = Rate(float(y.mean()) if len(y) else float("nan"), len(y))
+    buckets = np.array([age_bucket(int(a)) for a in data.ages]) if len(y) else np.array([])
+    return ExclusionRates(overall, _rates(y, data.zones), _rates(y, buckets), _rates(y, data.scopes))
+
+
+def fit_logistic(
+    X: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float = 1.0, max_iter: int = 200
+) -> np.ndarray:
+    """argmin_w  mean log-loss(y, σ(Xw)) + l2/n · ||w − prior||²."""
+    n = max(len(y), 1)
+
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+        z = X @ w
+        # log(1 + e^z) computed stably
+        ll = np.logaddexp(0.0, z) - y * z
+        diff = w - prior
+        p = 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+        grad = X.T @ (p - y) / n + 2 * l2 / n * diff
+        return float(ll.mean() + l2 / n * diff @ diff), grad
+
+    res = minimize(loss, prior.copy(), jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
+    return np.asarray(res.x)
+
+
+def guidance_lines(rates: ExclusionRates, min_n: int = 20, min_gap: float = 0.05) -> list[str]:
+    """One instruction per zone / age bucket whose keep-back rate departs from the overall."""
+    lines: list[str] = []
+    base = rates.overall.rate
+    for label, table in (("zone", rates.by_zone), ("age", rates.by_age)):
+        for key, r in table.items():
+            if r.n < min_n or abs(r.rate - base) < min_gap:
+                continue
+            direction = "score these higher" if r.rate > base else "score these lower"
+            lines.append(
+                f"- {label}={key}: kept back in {r.rate:.0%} of proposals "
+                f"(overall {base:.0%}); {direction}"
+            )
+    return lines
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What offline calibration hands to the calibrated scorers."""
+
+    weights: np.ndarray
+    rates: ExclusionRates
+    guidance: list[str] = field(default_factory=list)
+    n_candidates: int = 0
+
+
+def calibrate(data: FeedbackDataset, prior: np.ndarray, l2: float = 1.0) -> Calibration:
+    if len(data) == 0:
+        raise ValueError("no feedback records to calibrate from")
+    weights = fit_logistic(data.X, data.y, prior, l2=l2)
+    rates = exclusion_rates(data)
+    return Calibration(weights, rates, guidance_lines(rates), len(data))

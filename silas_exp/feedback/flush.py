@@ -1,0 +1,146 @@
+"""Flush-time keep-backs (Silas §19.3).
+
+At flush the main model sees each candidate's ctx_id, relevance score and a
+snippet and may answer ``exclude_ctx_ids``. No answer within
+``eviction_feedback_timeout_ms`` resolves the proposal as ``auto`` (evict all).
+Every resolution is recorded in the feedback store.
+
+The simulated main model (responder ``keepback``) decides from ground truth
+passed in ``LLMRequest.sim`` (never shown to scorers): a candidate needed
+within the look-ahead horizon is kept back with probability ``recall``
+(halved for grade-1 needs), any other with probability ``false_keep``. Its
+answer latency is log-normal (``latency_median_ms``, ``latency_sigma``), so a
+share of flushes time out exactly as a slow real model's would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from silas_exp.context.window import LiveItem
+from silas_exp.errors import LLMError
+from silas_exp.feedback.store import FeedbackStore
+from silas_exp.llm.base import LLMRequest, Message
+from silas_exp.llm.simulated import register_responder
+from silas_exp.schema.eviction import EvictionExclusion, EvictionFeedback, EvictionProposal
+from silas_exp.scorers.features import feature_matrix
+
+KEEPBACK_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "exclude_ctx_ids": {"type": "array", "items": {"type": "string"}},
+        "reasons": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"ctx_id": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["ctx_id", "reason"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["exclude_ctx_ids"],
+    "additionalProperties": False,
+}
+SYSTEM = (
+    "You are the main model of an agent harness. The harness is about to evict the context "
+    "items listed below to free space. Keep back (exclude) only items you will still need for "
+    "the task; answer with exclude_ctx_ids and a short reason for each."
+)
+
+
+@dataclass(frozen=True)
+class MainModelSettings:
+    model_id: str
+    backend: str
+    recall: float = 0.85
+    false_keep: float = 0.05
+    horizon: int = 20
+    latency_median_ms: float = 700.0
+    latency_sigma: float = 0.6
+    timeout_ms: float = 2000.0
+
+
+@dataclass
+class FlushOutcome:
+    feedback: EvictionFeedback
+    excluded: frozenset[str]
+    latency_ms: float
+
+
+class KeepBackBroker:
+    """Presents proposals to the main model, applies the timeout, records feedback."""
+
+    def __init__(
+        self, settings: MainModelSettings, llm, store: FeedbackStore, namespace: str, seed: int,
+        need_within: Callable[[str, int, int], int],
+    ) -> None:
+        self.s, self.llm, self.store, self.namespace = settings, llm, store, namespace
+        self.seed, self._need_within = seed, need_within
+
+    def _sim_latency(self, proposal_id: str) -> float:
+        digest = hashlib.sha256(f"{self.seed}/{self.namespace}/{proposal_id}".encode()).digest()
+        rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        return float(self.s.latency_median_ms * math.exp(rng.normal(0.0, self.s.latency_sigma)))
+
+    def resolve(self, proposal: EvictionProposal, items: Mapping[str, LiveItem], turn: int,
+                goal: str = "") -> FlushOutcome:
+        lines = [
+            f"{c.ctx_id} | score={c.relevance_score:.2f} | {' '.join(items[c.ctx_id].snippet.split())[:80]}"
+            for c in proposal.candidates
+        ]
+        request = LLMRequest(
+            task="keepback", model=self.s.model_id, system=SYSTEM, cache_system=True,
+            messages=(Message("user", f"Current goal: {goal or '-'}\nCandidates:\n" + "\n".join(lines)),),
+            max_tokens=1024, temperature=0.0, output_schema=KEEPBACK_SCHEMA,
+            sim={
+                "needed": {c.ctx_id: self._need_within(c.ctx_id, turn, self.s.horizon)
+                           for c in proposal.candidates},
+                "recall": self.s.recall, "false_keep": self.s.false_keep,
+            },
+        )
+        excluded: dict[str, str | None] = {}
+        resolved_by = "auto"
+        latency = 0.0
+        try:
+            response = self.llm.complete(request, namespace=self.namespace)
+            latency = (self._sim_latency(proposal.proposal_id) if self.s.backend == "simulated"
+                       else response.latency_ms)
+            if latency <= self.s.timeout_ms:
+                resolved_by = "llm"
+                reasons = {r["ctx_id"]: r["reason"] for r in response.data.get("reasons", [])}
+                known = {c.ctx_id for c in proposal.candidates}
+                excluded = {cid: reasons.get(cid) for cid in response.data["exclude_ctx_ids"] if cid in known}
+        except LLMError:
+            resolved_by = "auto"  # no usable answer in time: evict all candidates
+        scores = {c.ctx_id: c.relevance_score for c in proposal.candidates}
+        feedback = EvictionFeedback(
+            proposal_id=proposal.proposal_id, scope_id=proposal.scope_id,
+            resolved_at=datetime.now(UTC), resolved_by=resolved_by,
+            evicted=[c.ctx_id for c in proposal.candidates if c.ctx_id not in excluded],
+            excluded=[EvictionExclusion(ctx_id=cid, relevance_score=scores[cid], exclude_reason=why)
+                      for cid, why in excluded.items()],
+        )
+        cand_items: Sequence[LiveItem] = [items[c.ctx_id] for c in proposal.candidates]
+        self.store.record(proposal, feedback, [it.kind for it in cand_items],
+                          feature_matrix(cand_items, turn))
+        return FlushOutcome(feedback, frozenset(excluded), latency)
+
+
+@register_responder("keepback")
+def simulated_keepback(request: LLMRequest, rng: np.random.Generator) -> dict:
+    sim = request.sim or {}
+    needed: Mapping[str, int] = sim.get("needed", {})
+    keep, reasons = [], []
+    for ctx_id, grade in needed.items():
+        p = sim.get("false_keep", 0.05) if grade <= 0 else sim.get("recall", 0.85) * (0.5 if grade == 1 else 1.0)
+        if rng.random() < p:
+            keep.append(ctx_id)
+            reasons.append({"ctx_id": ctx_id, "reason": "still needed" if grade > 0 else "may need"})
+    return {"exclude_ctx_ids": keep, "reasons": reasons}

@@ -1,0 +1,137 @@
+"""SQLite feedback store (Silas §19.3): one row per resolved proposal in
+``eviction_feedback`` plus one row per candidate with the features the scorer
+saw, so calibration can be fitted from it later. Every proposal is committed
+on its own: a job that dies midway loses nothing already resolved."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from silas_exp.schema.eviction import EvictionFeedback, EvictionProposal
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS eviction_feedback (
+    proposal_id TEXT PRIMARY KEY,
+    scope_id TEXT NOT NULL,
+    turn_number INTEGER NOT NULL,
+    scorer_model TEXT NOT NULL,
+    resolved_at TEXT NOT NULL,
+    resolved_by TEXT NOT NULL CHECK (resolved_by IN ('llm', 'user', 'auto')),
+    evicted TEXT NOT NULL,
+    excluded TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS eviction_candidates (
+    proposal_id TEXT NOT NULL REFERENCES eviction_feedback(proposal_id),
+    rank INTEGER NOT NULL,
+    ctx_id TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    relevance_score REAL NOT NULL,
+    age_turns INTEGER NOT NULL,
+    token_count INTEGER NOT NULL,
+    features TEXT NOT NULL,
+    excluded INTEGER NOT NULL,
+    PRIMARY KEY (proposal_id, ctx_id)
+);
+"""
+
+
+@dataclass(frozen=True)
+class FeedbackDataset:
+    """Candidates as rows: features X, label y = kept back by the main model."""
+
+    X: np.ndarray
+    y: np.ndarray
+    zones: np.ndarray
+    ages: np.ndarray
+    scopes: np.ndarray
+    scores: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+
+class FeedbackStore:
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db.executescript(SCHEMA)
+        self._db.commit()
+
+    def record(
+        self,
+        proposal: EvictionProposal,
+        feedback: EvictionFeedback,
+        kinds: Sequence[str],
+        feature_rows: np.ndarray,
+    ) -> None:
+        excluded = {e.ctx_id for e in feedback.excluded}
+        with self._db:  # one transaction per proposal
+            self._db.execute(
+                "INSERT INTO eviction_feedback VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    proposal.proposal_id, proposal.scope_id, proposal.turn_number,
+                    proposal.scorer_model, feedback.resolved_at.isoformat(), feedback.resolved_by,
+                    json.dumps(feedback.evicted),
+                    json.dumps([e.model_dump() for e in feedback.excluded]),
+                ),
+            )
+            self._db.executemany(
+                "INSERT INTO eviction_candidates VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        proposal.proposal_id, rank, c.ctx_id, c.zone.value, kind, c.relevance_score,
+                        c.age_turns, c.token_count, json.dumps(row.tolist()), int(c.ctx_id in excluded),
+                    )
+                    for rank, (c, kind, row) in enumerate(
+                        zip(proposal.candidates, kinds, feature_rows, strict=True)
+                    )
+                ],
+            )
+
+    def count(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM eviction_feedback").fetchone()[0]
+
+    def dataset(self) -> FeedbackDataset:
+        rows = self._db.execute(
+            "SELECT c.features, c.excluded, c.zone, c.age_turns, f.scope_id, c.relevance_score "
+            "FROM eviction_candidates c JOIN eviction_feedback f USING (proposal_id)"
+        ).fetchall()
+        if not rows:
+            empty = np.zeros(0)
+            return FeedbackDataset(np.zeros((0, 0)), empty, empty, empty, empty, empty)
+        return FeedbackDataset(
+            X=np.array([json.loads(r[0]) for r in rows]),
+            y=np.array([r[1] for r in rows], dtype=float),
+            zones=np.array([r[2] for r in rows]),
+            ages=np.array([r[3] for r in rows]),
+            scopes=np.array([r[4] for r in rows]),
+            scores=np.array([r[5] for r in rows]),
+        )
+
+    def resolved_by_counts(self) -> dict[str, int]:
+        rows = self._db.execute(
+            "SELECT resolved_by, COUNT(*) FROM eviction_feedback GROUP BY resolved_by"
+        ).fetchall()
+        return {k: int(v) for k, v in rows}
+
+    def export(self, dest: str | Path) -> Path:
+        """Copy the whole store to ``dest`` (SQLite online backup)."""
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        out = sqlite3.connect(dest)
+        with out:
+            self._db.backup(out)
+        out.close()
+        return dest
+
+    def close(self) -> None:
+        self._db.close()

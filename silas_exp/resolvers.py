@@ -1,0 +1,25 @@
+"""OmegaConf resolvers used by conf/ (registered on package import)."""
+
+from __future__ import annotations
+
+import os
+
+from omegaconf import OmegaConf
+
+
+def project_root() -> str:
+    """Where suites/, mlruns/ and .cache/ live: $SILAS_EXP_ROOT, else the
+    directory the command was launched from (Hydra's runtime.cwd)."""
+    env = os.environ.get("SILAS_EXP_ROOT")
+    if env:
+        return os.path.abspath(env)
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        return str(HydraConfig.get().runtime.cwd)
+    return os.path.abspath(os.curdir)
+
+
+def register() -> None:
+    if not OmegaConf.has_resolver("silas_root"):
+        OmegaConf.register_new_resolver("silas_root", project_root, use_cache=False)

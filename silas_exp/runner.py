@@ -1,0 +1,235 @@
+"""The core: run one job (suite × variant × repeat) and return pure data.
+
+No Hydra, no MLflow here: ``run_job(cfg, job)`` takes a validated config and
+returns a ``JobOutcome`` (a §20.2 ``BenchmarkRun`` plus run-level metrics).
+The Hydra entry point and the tracking layer wrap it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from silas_exp.config import ExperimentConfig, job_seed
+from silas_exp.context.replay import NeedOracle, replay
+from silas_exp.context.stats import ReplayStats
+from silas_exp.context.strategies import StrategyDeps, build_strategy
+from silas_exp.errors import BudgetExceeded, SilasExpError
+from silas_exp.feedback.calibration import Calibration, calibrate, exclusion_rates
+from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
+from silas_exp.feedback.store import FeedbackStore
+from silas_exp.llm import LLMClient, build_client
+from silas_exp.metrics.context import case_metrics
+from silas_exp.metrics.names import higher_is_better
+from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkResult, BenchmarkRun, BenchmarkSummary
+from silas_exp.scorers import ScorerContext, build_scorer, scorer_kinds
+from silas_exp.scorers.heuristic import HeuristicSettings
+from silas_exp.suites.loader import LoadedSuite, load_suite, session_case
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    variant: str
+    repeat: int
+    seed: int
+
+    @property
+    def namespace(self) -> str:
+        # shared by every variant of one repeat: common random numbers (paired design)
+        return f"r{self.repeat}-s{self.seed}"
+
+
+@dataclass
+class JobOutcome:
+    run: BenchmarkRun
+    metrics: dict[str, float]
+    suite_version: str
+    feedback_db: Path | None = None
+    calibration: Calibration | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def make_job(cfg: ExperimentConfig, variant: str) -> JobSpec:
+    return JobSpec(variant=variant, repeat=cfg.repeat, seed=job_seed(cfg.seed, cfg.repeat))
+
+
+def _main_settings(cfg: ExperimentConfig) -> MainModelSettings:
+    kb = cfg.model.keepback
+    return MainModelSettings(
+        model_id=cfg.model.main_id, backend=cfg.model.backend, recall=kb.recall,
+        false_keep=kb.false_keep, horizon=kb.horizon, latency_median_ms=kb.latency_median_ms,
+        latency_sigma=kb.latency_sigma, timeout_ms=kb.eviction_feedback_timeout_ms,
+    )
+
+
+class _CaseRunner:
+    def __init__(self, cfg: ExperimentConfig, job: JobSpec, loaded: LoadedSuite, llm: LLMClient,
+                 store: FeedbackStore) -> None:
+        self.cfg, self.job, self.loaded, self.llm, self.store = cfg, job, loaded, llm, store
+        self.errors: list[str] = []
+
+    def replay_case(self, case: BenchmarkCase, scorer_settings, calibration) -> tuple[ReplayStats, NeedOracle]:
+        cfg = self.cfg
+        sc = session_case(self.loaded, case, cfg.budget)
+        oracle = NeedOracle(sc.truth)
+        namespace = f"{self.job.namespace}/{case.case_id}"
+        horizon = cfg.metrics.horizon
+        scorer = build_scorer(scorer_settings, ScorerContext(
+            seed=self.job.seed, namespace=namespace, scorer_model=cfg.model.scorer_id, llm=self.llm,
+            calibration=calibration, prompt=cfg.prompt,
+            oracle=lambda cid, t: oracle.discounted_need(cid, t, horizon),
+        ))
+        broker = KeepBackBroker(_main_settings(cfg), self.llm, self.store, namespace, self.job.seed,
+                                oracle.max_grade_within)
+        stats = ReplayStats()
+        strategy = build_strategy(cfg.eviction, StrategyDeps(
+            budget=sc.budget, shares=sc.shares, stats=stats, scope_id=sc.session.scope_id,
+            scorer=scorer, broker=broker, llm=self.llm, namespace=namespace,
+            model_id=cfg.model.main_id,
+        ))
+        replay(sc.session, sc.truth, strategy.step, sc.budget, stats)
+        return stats, oracle
+
+    def run_case(self, case: BenchmarkCase, calibration: Calibration | None) -> BenchmarkResult:
+        before = self.llm.accounting.snapshot()
+        t0 = time.perf_counter()
+        try:
+            stats, oracle = self.replay_case(case, self.cfg.scorer, calibration)
+            metrics = case_metrics(stats, oracle, self.cfg.metrics.horizon)
+            status, error = _judge_thresholds(case, metrics), None
+        except BudgetExceeded:
+            raise
+        except (SilasExpError, Exception) as exc:  # a failed case counts, never vanishes
+            metrics, status = {}, "error"
+            error = f"{type(exc).__name__}: {exc}"
+            if self.cfg.fail_fast:
+                raise
+            self.errors.append(traceback.format_exc())
+        latency = (time.perf_counter() - t0) * 1000.0
+        spent = self.llm.accounting.snapshot().delta(before)
+        return BenchmarkResult(
+            case_id=case.case_id, status=status, latency_ms=latency,
+            token_cost=int(spent.input_tokens + spent.output_tokens), error=error,
+            retries=int(spent.retries), metrics=metrics,
+            actual_output=None if error else f"{len(metrics)} metrics",
+        )
+
+
+def _judge_thresholds(case: BenchmarkCase, metrics: dict[str, float]) -> str:
+    thresholds = case.expected.metric_thresholds or {}
+    for key, bound in thresholds.items():
+        value = metrics.get(key, math.nan)
+        if math.isnan(value):
+            continue  # not applicable to this case (e.g. eviction never ran)
+        if (value < bound) if higher_is_better(key) else (value > bound):
+            return "fail"
+    return "pass"
+
+
+def summarize(results: list[BenchmarkResult], cases: list[BenchmarkCase]) -> BenchmarkSummary:
+    lat = np.array([r.latency_ms for r in results]) if results else np.zeros(1)
+    failures: dict[str, int] = {}
+    by_id = {c.case_id: c for c in cases}
+    for r in results:
+        if r.status == "error":
+            kind = (r.error or "error").split(":")[0]
+            failures[f"error:{kind}"] = failures.get(f"error:{kind}", 0) + 1
+        elif r.status == "fail":
+            for key in (by_id[r.case_id].expected.metric_thresholds or {}):
+                failures[f"threshold:{key}"] = failures.get(f"threshold:{key}", 0) + 1
+    judged = [r.llm_judge_score for r in results if r.llm_judge_score is not None]
+    return BenchmarkSummary(
+        pass_rate=float(np.mean([r.status == "pass" for r in results])) if results else 0.0,
+        mean_latency_ms=float(lat.mean()), p95_latency_ms=float(np.percentile(lat, 95)),
+        total_token_cost=int(sum(r.token_cost for r in results)),
+        mean_quality_score=float(np.mean(judged)) if judged else None,
+        failure_categories=failures,
+    )
+
+
+def run_metrics(results: list[BenchmarkResult], summary: BenchmarkSummary) -> dict[str, float]:
+    """Run-level metrics: mean over cases of every per-case metric (errored cases
+    count in ``summary.error_rate``), plus the §20.2 summary figures."""
+    keys = sorted({k for r in results for k in r.metrics})
+    out: dict[str, float] = {}
+    for key in keys:
+        vals = np.array([r.metrics.get(key, math.nan) for r in results], dtype=float)
+        if np.any(~np.isnan(vals)):
+            out[key] = float(np.nanmean(vals))
+    out.update({
+        "summary.pass_rate": summary.pass_rate,
+        "summary.error_rate": float(np.mean([r.status == "error" for r in results])) if results else 0.0,
+        "summary.mean_latency_ms": summary.mean_latency_ms,
+        "summary.p95_latency_ms": summary.p95_latency_ms,
+        "summary.total_token_cost": float(summary.total_token_cost),
+        "summary.cases": float(len(results)),
+    })
+    return out
+
+
+def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
+               out_dir: Path) -> Calibration | None:
+    """Offline calibration: replay the suite's calibration cases under the control
+    scorer with the same main model, then fit on the recorded feedback."""
+    kind = scorer_kinds()[cfg.scorer.name]
+    if not kind.needs_calibration:
+        return None
+    cases = loaded.calibration_cases
+    if not cases:
+        raise SilasExpError(
+            f"scorer={cfg.scorer.name} needs calibration feedback but suite {loaded.suite.name!r} "
+            "has no cases tagged 'calibration'. Add some (see suites/default) or pick scorer=heuristic."
+        )
+    base = getattr(cfg.scorer, "base", HeuristicSettings().weights)
+    store = FeedbackStore(out_dir / "calibration_feedback.sqlite")
+    cal_runner = _CaseRunner(cfg, runner.job, loaded, runner.llm, store)
+    control = HeuristicSettings(weights=base)
+    for case in cases:
+        cal_runner.replay_case(case, control, None)
+    l2 = getattr(cfg.scorer, "l2", 1.0)
+    result = calibrate(store.dataset(), base.vector(), l2=l2)
+    store.close()
+    return result
+
+
+def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
+            progress: Callable[[int, int, str], None] | None = None) -> JobOutcome:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    loaded = load_suite(cfg.suite.path)
+    started = datetime.now(UTC)
+    cases = loaded.eval_cases[: cfg.suite.max_cases]
+    store = FeedbackStore(out_dir / "feedback.sqlite")
+    with build_client(cfg.llm, seed=job.seed, cache_dir=cfg.llm.cache_dir) as llm:
+        runner = _CaseRunner(cfg, job, loaded, llm, store)
+        calibration = _calibrate(cfg, runner, loaded, out_dir)
+        results: list[BenchmarkResult] = []
+        for i, case in enumerate(cases):
+            results.append(runner.run_case(case, calibration))
+            if progress:
+                progress(i + 1, len(cases), case.case_id)
+        llm_metrics = llm.accounting.as_metrics()
+    summary = summarize(results, cases)
+    metrics = run_metrics(results, summary)
+    metrics.update(llm_metrics)
+    data = store.dataset()
+    if len(data):
+        metrics.update(exclusion_rates(data).as_metrics())
+    if calibration is not None:
+        metrics["calibration.candidates"] = float(calibration.n_candidates)
+        metrics["calibration.guidance_lines"] = float(len(calibration.guidance))
+    store.close()
+    run = BenchmarkRun(
+        run_id=uuid.uuid4().hex, suite_id=loaded.suite.suite_id, started_at=started,
+        completed_at=datetime.now(UTC), config_snapshot=cfg.model_dump(mode="json"),
+        results=results, summary=summary, variant=job.variant, repeat=job.repeat, seed=job.seed,
+    )
+    return JobOutcome(run, metrics, loaded.suite.version, out_dir / "feedback.sqlite", calibration,
+                      notes=runner.errors)

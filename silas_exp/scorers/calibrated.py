@@ -1,0 +1,70 @@
+"""Variant A (feedback-calibrated weights) and variant C (online auto-adjustment)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import Field
+
+from silas_exp.context.window import LiveItem
+from silas_exp.feedback.calibration import fit_logistic
+from silas_exp.scorers.base import ScorerContext, ScorerSettings, register_scorer
+from silas_exp.scorers.features import feature_matrix
+from silas_exp.scorers.heuristic import HeuristicWeights, LinearScorer
+
+NonNeg = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+
+
+class WeightsSettings(ScorerSettings):
+    name: Literal["weights"] = "weights"
+    l2: NonNeg = 1.0  # shrinkage toward the control weights (per record)
+    base: HeuristicWeights = Field(default_factory=HeuristicWeights)
+
+
+@register_scorer(
+    "weights", WeightsSettings, needs_calibration=True,
+    description="variant A: logistic-regression weights fitted offline on feedback",
+)
+def _build_weights(settings: WeightsSettings, ctx: ScorerContext) -> LinearScorer:
+    return LinearScorer("weights", np.asarray(ctx.calibration.weights, dtype=float))
+
+
+class OnlineSettings(ScorerSettings):
+    name: Literal["online"] = "online"
+    base: HeuristicWeights = Field(default_factory=HeuristicWeights)
+    update_every: int = Field(default=3, ge=1)  # proposals between adjustments
+    window: int = Field(default=400, ge=10)  # rolling candidate records used
+    l2: NonNeg = 4.0
+    min_records: int = Field(default=30, ge=1)
+
+
+class OnlineScorer(LinearScorer):
+    """Starts from the control weights; every ``update_every`` proposals refits on
+    the rolling window of keep-back outcomes, shrunk toward the current weights."""
+
+    def __init__(self, settings: OnlineSettings) -> None:
+        super().__init__("online", settings.base.vector())
+        self.settings = settings
+        self._X: deque[np.ndarray] = deque(maxlen=settings.window)
+        self._y: deque[float] = deque(maxlen=settings.window)
+        self._seen = 0
+        self.updates = 0
+
+    def observe(self, items: Sequence[LiveItem], excluded: Sequence[bool], turn: int) -> None:
+        for row, label in zip(feature_matrix(items, turn), excluded, strict=True):
+            self._X.append(row)
+            self._y.append(float(label))
+        self._seen += 1
+        if self._seen % self.settings.update_every == 0 and len(self._y) >= self.settings.min_records:
+            self.weights = fit_logistic(
+                np.vstack(self._X), np.array(self._y), self.weights, l2=self.settings.l2, max_iter=50
+            )
+            self.updates += 1
+
+
+@register_scorer("online", OnlineSettings, description="variant C: online auto-adjustment")
+def _build_online(settings: OnlineSettings, ctx: ScorerContext) -> OnlineScorer:
+    return OnlineScorer(settings)

@@ -1,0 +1,91 @@
+"""Hydra callback: runs in the launching process, whatever launcher runs jobs.
+
+* on_run_start / on_multirun_start: create the tracking store and the suite's
+  experiment once (several workers creating a fresh SQLite store at once break
+  it), open the sweep's parent run, and write ``sweep.json`` for the jobs.
+* on_multirun_end: print the per-variant summary, list failed jobs, close the
+  parent run (FAILED if any job failed) and attach the summary to it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from silas_exp.analysis.summary import failures, read_job_records, variant_table
+from silas_exp.config import ExperimentConfig, validate
+from silas_exp.errors import SilasExpError
+from silas_exp.exitstate import STATE
+from silas_exp.tracking.jobs import SweepInfo, experiment_name, new_sweep_id, open_store
+from silas_exp.tracking.payload import git_revision, swept_keys
+
+
+def _experiment(config: DictConfig) -> ExperimentConfig | None:
+    try:
+        raw = OmegaConf.to_container(config, resolve=True)
+        return validate(raw)  # type: ignore[arg-type]
+    except (SilasExpError, Exception):
+        return None  # the job itself reports the problem with a clear message
+
+
+class TrackingCallback(Callback):
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        cfg = _experiment(config)
+        store = open_store(cfg) if cfg else None
+        if store is not None:
+            store.ensure_store()
+            store.ensure_experiment(experiment_name(cfg))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        cli = list(config.hydra.overrides.task)
+        params = OmegaConf.to_container(config.hydra.sweeper.get("params") or {}, resolve=False)
+        cfg = _experiment(config)
+        name = experiment_name(cfg) if cfg else "silas"
+        command = "python -m silas_exp -m " + " ".join(shlex.quote(o) for o in cli)
+        info = SweepInfo(new_sweep_id(), name, swept_keys(cli, params), command=command)
+        store = open_store(cfg) if cfg else None
+        if store is not None:
+            store.ensure_store()
+            info.experiment_id = store.ensure_experiment(name)
+            info.tracking_uri = cfg.tracking.uri
+            info.parent_run_id = store.start_run(info.experiment_id, f"sweep-{info.sweep_id}", {
+                "silas.sweep_id": info.sweep_id, "silas.kind": "sweep", "silas.command": command,
+                "silas.swept_keys": ",".join(info.swept_keys), "silas.suite": cfg.suite.name,
+                "silas.git_revision": git_revision(cfg.paths.root), "llm.backend": cfg.model.backend,
+                "llm.simulated": str(cfg.model.backend == "simulated").lower(),
+            })
+        info.write(sweep_dir)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        info = SweepInfo.read(sweep_dir)
+        records = read_job_records(sweep_dir)
+        table = variant_table(records)
+        failed = failures(records)
+        print(f"\nSweep {info.sweep_id if info else ''}: {len(records)} job(s) in {sweep_dir}")
+        print(table)
+        if failed:
+            print(f"\n{len(failed)} job(s) failed:")
+            for line in failed:
+                print("  -", line)
+        cfg = _experiment(config)
+        store = open_store(cfg) if cfg else None
+        if store is not None and info and info.parent_run_id:
+            (sweep_dir / "summary.md").write_text(table + "\n")
+            store.log_artifact(info.parent_run_id, sweep_dir / "summary.md")
+            store.log_artifact(info.parent_run_id, sweep_dir / "sweep.json")
+            store.log(info.parent_run_id, metrics={"sweep.jobs": len(records),
+                                                   "sweep.failed_jobs": len(failed)})
+            store.end_run(info.parent_run_id, "FAILED" if failed else "FINISHED")
+            print(f"\nMLflow: experiment {info.experiment_name!r}, parent run {info.parent_run_id}"
+                  f"\n  mlflow ui --backend-store-uri {cfg.tracking.uri}")
+        sys.stdout.flush()
+        if failed:
+            STATE["jobs_failed"] = True
+            raise SystemExit(1)
