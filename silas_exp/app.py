@@ -24,7 +24,8 @@ from silas_exp.config import ExperimentConfig, validate
 from silas_exp.errors import ConfigError, SilasExpError, SuiteError
 from silas_exp.exitstate import STATE
 from silas_exp.runner import JobOutcome, make_job, run_job
-from silas_exp.tracking.jobs import JobTracker, SweepInfo, open_store
+from silas_exp.suites.loader import load_suite
+from silas_exp.tracking.jobs import JobTracker, SweepInfo, find_finished_job, open_store
 from silas_exp.tracking.payload import variant_name
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
@@ -57,6 +58,14 @@ def _write_result(out_dir: Path, variant: str, repeat: int, outcome: JobOutcome 
             "n_candidates": cal.n_candidates, "exclusion_rates": cal.rates.as_metrics()}, indent=1))
 
 
+def _write_skipped(out_dir: Path, variant: str, repeat: int, run, version: str) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "result.json").write_text(json.dumps({
+        "variant": variant, "repeat": repeat, "status": "finished", "error": None,
+        "metrics": dict(run.data.metrics), "suite_version": version, "run": None,
+        "resumed_from": run.info.run_id}, indent=1))
+
+
 def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], multirun: bool,
             job_num: int) -> float:
     sweep = SweepInfo.read(out_dir.parent) if multirun else None
@@ -64,16 +73,28 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     job = make_job(cfg, variant)
     label = f"[job {job_num}] {variant}#r{job.repeat}" if multirun else f"[run] {variant}"
     store = open_store(cfg)
+    loaded = load_suite(cfg.suite.path)
+    version = loaded.suite.version
+    if cfg.resume and store is not None and sweep is not None:
+        done = find_finished_job(store, sweep, cfg.variant_hash(), job.repeat, version)
+        if done is not None:
+            _write_skipped(out_dir, variant, job.repeat, done, version)
+            print(f"{label}: already finished as run {done.info.run_id}; skipped", flush=True)
+            return done.data.metrics.get(cfg.metrics.optimize, math.nan)
     t0 = time.perf_counter()
+    outcome: JobOutcome | None = None
     try:
-        with JobTracker(store, cfg, job, sweep) as tracker:
-            outcome = run_job(cfg, job, out_dir)
+        with JobTracker(store, cfg, job, sweep, version) as tracker:
+            outcome = run_job(cfg, job, out_dir, loaded=loaded)
             _write_result(out_dir, variant, job.repeat, outcome, None)
             tracker.log_outcome(outcome, out_dir)
     except (ConfigError, SuiteError):
         raise
     except Exception as exc:
-        _write_result(out_dir, variant, job.repeat, None, f"{type(exc).__name__}: {exc}")
+        error = f"{type(exc).__name__}: {exc}"
+        if outcome is not None:  # computed but not tracked: keep the result on disk
+            error = f"tracking failed, result kept in {out_dir / 'result.json'}: {error}"
+        _write_result(out_dir, variant, job.repeat, outcome, error)
         if not multirun or cfg.fail_fast:
             raise
         report(exc, f"{label} failed (the sweep goes on)")
@@ -103,7 +124,7 @@ def hydra_main(dcfg: DictConfig) -> float:
             raise SystemExit(2) from None
         try:
             return execute(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), multirun,
-                           hc.job.num or 0)
+                           hc.job.num if multirun else 0)
         except (ConfigError, SuiteError) as exc:
             report(exc, "bad input")
             raise SystemExit(2) from None

@@ -18,6 +18,7 @@ from silas_exp.llm.settings import LLMSettings
 from silas_exp.scorers.base import ScorerSettings, validate_scorer_settings
 from silas_exp.scorers.prompt import PromptSettings
 
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -71,6 +72,7 @@ class ExperimentConfig(_Strict):
     repeats: int = Field(default=5, ge=1)
     repeat: int = Field(default=0, ge=0)
     fail_fast: bool = False
+    resume: bool = False
     suite: SuiteConfig
     scorer: SerializeAsAny[ScorerSettings]
     eviction: SerializeAsAny[StrategySettings]
@@ -102,7 +104,7 @@ class ExperimentConfig(_Strict):
     def variant_hash(self) -> str:
         """Hash of everything that defines the variant (not repeat, seed of the job,
         tracking, paths or cache settings): equal hashes = same treatment."""
-        data = self.model_dump(mode="json", exclude={"repeat", "tracking", "paths", "fail_fast"})
+        data = self.model_dump(mode="json", exclude={"repeat", "tracking", "paths", "fail_fast", "resume"})
         data["llm"] = {k: v for k, v in data["llm"].items() if k not in ("cache_dir", "cache_mode")}
         blob = json.dumps(data, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -29,7 +29,12 @@ from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMClient, build_client
 from silas_exp.metrics.context import case_metrics
 from silas_exp.metrics.names import higher_is_better
-from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkResult, BenchmarkRun, BenchmarkSummary
+from silas_exp.schema.benchmark import (
+    BenchmarkCase,
+    BenchmarkResult,
+    BenchmarkRun,
+    BenchmarkSummary,
+)
 from silas_exp.scorers import ScorerContext, build_scorer, scorer_kinds
 from silas_exp.scorers.heuristic import HeuristicSettings
 from silas_exp.suites.loader import LoadedSuite, load_suite, session_case
@@ -190,20 +195,24 @@ def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
         )
     base = getattr(cfg.scorer, "base", HeuristicSettings().weights)
     store = FeedbackStore(out_dir / "calibration_feedback.sqlite")
-    cal_runner = _CaseRunner(cfg, runner.job, loaded, runner.llm, store)
+    explore = getattr(cfg.scorer, "explore_rate", 0.0)
+    cal_cfg = cfg.model_copy(update={"eviction": cfg.eviction.model_copy(update={"explore_rate": explore})}) \
+        if hasattr(cfg.eviction, "explore_rate") else cfg
+    cal_runner = _CaseRunner(cal_cfg, runner.job, loaded, runner.llm, store)
     control = HeuristicSettings(weights=base)
     for case in cases:
         cal_runner.replay_case(case, control, None)
-    l2 = getattr(cfg.scorer, "l2", 1.0)
+    l2 = getattr(cfg.scorer, "l2", 20.0)
     result = calibrate(store.dataset(), base.vector(), l2=l2)
     store.close()
     return result
 
 
 def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
-            progress: Callable[[int, int, str], None] | None = None) -> JobOutcome:
+            progress: Callable[[int, int, str], None] | None = None,
+            loaded: LoadedSuite | None = None) -> JobOutcome:
     out_dir.mkdir(parents=True, exist_ok=True)
-    loaded = load_suite(cfg.suite.path)
+    loaded = loaded or load_suite(cfg.suite.path)
     started = datetime.now(UTC)
     cases = loaded.eval_cases[: cfg.suite.max_cases]
     store = FeedbackStore(out_dir / "feedback.sqlite")

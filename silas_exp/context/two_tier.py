@@ -14,10 +14,12 @@ ceiling: keep-backs cannot hold usage above it.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections import defaultdict
 from datetime import UTC, datetime
 
+import numpy as np
 from pydantic import Field
 
 from silas_exp.context.budget import TokenBudget, ZoneShares, zone_budgets
@@ -42,6 +44,10 @@ class TwoTierSettings(StrategySettings):
     breaker_cooldown_turns: int = Field(default=10, ge=1)
     fallback_extra_pct: float = Field(default=0.10, ge=0.0, le=0.5)
     keepbacks: bool = True
+    # share of other evictable items added to each proposal at random; used only
+    # when collecting calibration feedback, so labels also cover items the
+    # control would never propose (without it the fit extrapolates blindly)
+    explore_rate: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
 class TwoTierEviction:
@@ -51,6 +57,8 @@ class TwoTierEviction:
         self.broker, self.stats, self.scope_id = broker, stats, scope_id
         self._failures = 0
         self._open_until = -1
+        seed = int(hashlib.sha256(scope_id.encode()).hexdigest()[:8], 16)
+        self._rng = np.random.default_rng(seed)
 
     # -- tier 1 ---------------------------------------------------------------
     def _caps(self, window: Window) -> dict[ContextZone, int]:
@@ -108,11 +116,17 @@ class TwoTierEviction:
         units = sorted(groups.values(), key=lambda g: (max(scores[i.ctx_id] for i in g), g[0].ctx_id))
         need = window.usage() - int(self.budget.evict_to_pct * self.budget.total)
         chosen: list[LiveItem] = []
+        taken = 0
         for unit in units:
             if need <= 0:
                 break
             chosen += sorted(unit, key=lambda i: scores[i.ctx_id])
             need -= sum(i.tokens for i in unit)
+            taken += 1
+        if self.s.explore_rate > 0:
+            for unit in units[taken:]:
+                if self._rng.random() < self.s.explore_rate:
+                    chosen += unit
         proposal = EvictionProposal(
             proposal_id=uuid.uuid4().hex, scope_id=self.scope_id, turn_number=turn,
             proposed_at=datetime.now(UTC), scorer_model=self.scorer.model_id,

@@ -18,7 +18,7 @@ from scipy.optimize import minimize
 from silas_exp.feedback.store import FeedbackDataset
 
 AGE_BUCKETS: tuple[tuple[str, int, int], ...] = (
-    ("0-2", 0, 2), ("3-9", 3, 9), ("10-29", 10, 29), ("30+", 30, 10**9),
+    ("0_2", 0, 2), ("3_9", 3, 9), ("10_29", 10, 29), ("30_plus", 30, 10**9),
 )
 
 
@@ -66,7 +66,8 @@ def exclusion_rates(data: FeedbackDataset) -> ExclusionRates:
 def fit_logistic(
     X: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float = 1.0, max_iter: int = 200
 ) -> np.ndarray:
-    """argmin_w  mean log-loss(y, σ(Xw)) + l2/n · ||w − prior||²."""
+    """argmin_w  mean log-loss(y, σ(Xw)) + l2/n · ||w − prior||²  (l2 counts as
+    pseudo-records: with few records the prior dominates, with many the data)."""
     n = max(len(y), 1)
 
     def loss(w: np.ndarray) -> tuple[float, np.ndarray]:

@@ -20,7 +20,8 @@ NonNeg = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 
 class WeightsSettings(ScorerSettings):
     name: Literal["weights"] = "weights"
-    l2: NonNeg = 1.0  # shrinkage toward the control weights (per record)
+    l2: NonNeg = 20.0  # shrinkage toward the control weights (in pseudo-records)
+    explore_rate: float = Field(default=0.15, ge=0.0, le=1.0, allow_inf_nan=False)
     base: HeuristicWeights = Field(default_factory=HeuristicWeights)
 
 

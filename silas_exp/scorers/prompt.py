@@ -70,6 +70,7 @@ class PromptScorerSettings(ScorerSettings):
     name: Literal["prompt"] = "prompt"
     timeout_ms: float = Field(default=2000.0, gt=0)  # scorer timeout (Silas: 2 s)
     max_tokens: int = Field(default=4096, ge=64)
+    explore_rate: float = Field(default=0.15, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
 def item_line(it: LiveItem, turn: int) -> str:

@@ -20,7 +20,12 @@ from silas_exp.context.policy import (
 from silas_exp.context.replay import replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.context.window import Window
-from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkExpected, BenchmarkInput, BenchmarkSuite
+from silas_exp.schema.benchmark import (
+    BenchmarkCase,
+    BenchmarkExpected,
+    BenchmarkInput,
+    BenchmarkSuite,
+)
 from silas_exp.schema.session import Session, SessionTruth
 from silas_exp.suites.generator import generate_session, spec_for
 from silas_exp.suites.loader import CALIBRATION_TAG

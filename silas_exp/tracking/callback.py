@@ -21,14 +21,22 @@ from silas_exp.analysis.summary import failures, read_job_records, variant_table
 from silas_exp.config import ExperimentConfig, validate
 from silas_exp.errors import SilasExpError
 from silas_exp.exitstate import STATE
-from silas_exp.tracking.jobs import SweepInfo, experiment_name, new_sweep_id, open_store
+from silas_exp.tracking.jobs import (
+    SweepInfo,
+    command_key,
+    experiment_name,
+    find_resumable_sweep,
+    new_sweep_id,
+    open_store,
+    reopen_sweep,
+)
 from silas_exp.tracking.payload import git_revision, swept_keys
 
 
 def _experiment(config: DictConfig) -> ExperimentConfig | None:
     try:
-        raw = OmegaConf.to_container(config, resolve=True)
-        return validate(raw)  # type: ignore[arg-type]
+        task = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+        return validate(OmegaConf.to_container(task, resolve=True))  # type: ignore[arg-type]
     except (SilasExpError, Exception):
         return None  # the job itself reports the problem with a clear message
 
@@ -54,12 +62,24 @@ class TrackingCallback(Callback):
             store.ensure_store()
             info.experiment_id = store.ensure_experiment(name)
             info.tracking_uri = cfg.tracking.uri
-            info.parent_run_id = store.start_run(info.experiment_id, f"sweep-{info.sweep_id}", {
-                "silas.sweep_id": info.sweep_id, "silas.kind": "sweep", "silas.command": command,
-                "silas.swept_keys": ",".join(info.swept_keys), "silas.suite": cfg.suite.name,
-                "silas.git_revision": git_revision(cfg.paths.root), "llm.backend": cfg.model.backend,
-                "llm.simulated": str(cfg.model.backend == "simulated").lower(),
-            })
+            key = command_key(cli)
+            previous = find_resumable_sweep(store, info.experiment_id, key) if cfg.resume else None
+            if previous is not None:
+                info.sweep_id = previous.data.tags["silas.sweep_id"]
+                info.parent_run_id = previous.info.run_id
+                killed = reopen_sweep(store, previous)
+                print(f"Resuming sweep {info.sweep_id} (parent run {info.parent_run_id}); "
+                      f"{killed} interrupted job run(s) marked KILLED; finished jobs are skipped.")
+            else:
+                if cfg.resume:
+                    print("resume=true: no unfinished sweep with this command; starting a new one.")
+                info.parent_run_id = store.start_run(info.experiment_id, f"sweep-{info.sweep_id}", {
+                    "silas.sweep_id": info.sweep_id, "silas.kind": "sweep", "silas.command": command,
+                    "silas.command_key": key, "silas.swept_keys": ",".join(info.swept_keys),
+                    "silas.suite": cfg.suite.name, "silas.git_revision": git_revision(cfg.paths.root),
+                    "llm.backend": cfg.model.backend,
+                    "llm.simulated": str(cfg.model.backend == "simulated").lower(),
+                })
         info.write(sweep_dir)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

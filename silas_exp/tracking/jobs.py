@@ -44,6 +44,50 @@ class SweepInfo:
         return cls(**json.loads(path.read_text())) if path.is_file() else None
 
 
+def command_key(cli_overrides: list[str]) -> str:
+    """Identity of a sweep command for resuming: its overrides, sorted, without
+    the resume flag and output-folder overrides."""
+    keep = [o for o in cli_overrides
+            if not o.lstrip("+~").startswith(("resume=", "hydra.sweep.dir=", "hydra.run.dir="))]
+    return " ".join(sorted(keep))
+
+
+def find_resumable_sweep(store: MlflowStore, experiment_id: str, key: str) -> Any | None:
+    """Latest parent run of an unfinished sweep with the same command key."""
+    runs = store.search_runs(
+        [experiment_id], filter_string="tags.`silas.kind` = 'sweep'", max_results=200)
+    for run in sorted(runs, key=lambda r: r.info.start_time, reverse=True):
+        if run.data.tags.get("silas.command_key") == key and run.info.status != "FINISHED":
+            return run
+    return None
+
+
+def reopen_sweep(store: MlflowStore, parent: Any) -> int:
+    """Mark the interrupted children of a sweep KILLED and the parent RUNNING again."""
+    children = store.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'", max_results=5000)
+    stale = [c for c in children if c.info.status == "RUNNING"]
+    for child in stale:
+        store.log(child.info.run_id, tags={"silas.error": "interrupted; marked KILLED on resume"})
+        store.end_run(child.info.run_id, "KILLED")
+    store.set_status(parent.info.run_id, "RUNNING")
+    return len(stale)
+
+
+def find_finished_job(store: MlflowStore, sweep: SweepInfo, config_hash: str, repeat: int,
+                      suite_version: str) -> Any | None:
+    """A FINISHED run of this sweep with the same (config hash, suite version, repeat)."""
+    if not sweep.parent_run_id or not sweep.experiment_id:
+        return None
+    runs = store.search_runs([sweep.experiment_id], filter_string=(
+        f"tags.`mlflow.parentRunId` = '{sweep.parent_run_id}' and "
+        f"tags.`silas.config_hash` = '{config_hash}' and tags.`silas.repeat` = '{repeat}' and "
+        f"tags.`silas.suite_version` = '{suite_version}' and attributes.status = 'FINISHED'"),
+        max_results=10)
+    return runs[0] if runs else None
+
+
 def new_sweep_id() -> str:
     return uuid.uuid4().hex[:12]
 
@@ -85,8 +129,9 @@ class JobTracker:
     always ends FINISHED, FAILED or KILLED on exit — never left RUNNING."""
 
     def __init__(self, store: MlflowStore | None, cfg: ExperimentConfig, job: JobSpec,
-                 sweep: SweepInfo | None) -> None:
+                 sweep: SweepInfo | None, suite_version: str) -> None:
         self.store, self.cfg, self.job, self.sweep = store, cfg, job, sweep
+        self.suite_version = suite_version
         self.run_id: str | None = None
         self.experiment_id: str | None = None
 
@@ -97,9 +142,9 @@ class JobTracker:
         self.experiment_id = exp_id or self.store.ensure_experiment(experiment_name(self.cfg))
         parent = self.sweep.parent_run_id if self.sweep else None
         name = f"{self.job.variant}#r{self.job.repeat}"
-        self.run_id = self.store.start_run(self.experiment_id, name,
-                                           run_tags(self.cfg, self.job, self.sweep), parent)
-        params = flatten(self.cfg.model_dump(mode="json", exclude={"paths"}))
+        tags = {**run_tags(self.cfg, self.job, self.sweep), "silas.suite_version": self.suite_version}
+        self.run_id = self.store.start_run(self.experiment_id, name, tags, parent)
+        params = flatten(self.cfg.model_dump(mode="json", exclude={"paths", "resume"}))
         params["job.seed"] = str(self.job.seed)
         self.store.log(self.run_id, params=params)
         return self
@@ -107,7 +152,7 @@ class JobTracker:
     def log_outcome(self, outcome: JobOutcome, out_dir: Path) -> None:
         if self.store is None or self.run_id is None:
             return
-        tags = {"silas.suite_version": outcome.suite_version,
+        tags = {
                 "silas.pass_rate": f"{outcome.run.summary.pass_rate:.3f}"}
         self.store.log(self.run_id, metrics=outcome.metrics, tags=tags)
         if self.cfg.tracking.log_case_table:

@@ -150,6 +150,9 @@ class MlflowStore:
     def end_run(self, run_id: str, status: str = "FINISHED") -> None:
         self._lock.run(self.client.set_terminated, run_id, status=status)
 
+    def set_status(self, run_id: str, status: str) -> None:
+        self._lock.run(self.client.update_run, run_id, status=status)
+
     def run_status(self, run_id: str) -> str:
         return self.client.get_run(run_id).info.status
 

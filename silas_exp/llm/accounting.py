@@ -1,0 +1,76 @@
+"""Thread-safe accounting of calls, cache hits, retries, tokens and cost."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field, fields, replace
+
+from silas_exp.llm.base import LLMResponse
+from silas_exp.llm.settings import ModelPrice
+
+
+@dataclass(frozen=True)
+class Totals:
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def delta(self, before: Totals) -> Totals:
+        return Totals(**{f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self)})
+
+
+def cost_of(price: ModelPrice | None, r: LLMResponse) -> float:
+    if price is None or r.cached:
+        return 0.0
+    u = r.usage
+    return (u.input_tokens * price.input + u.output_tokens * price.output
+            + u.cache_creation_input_tokens * price.cache_write
+            + u.cache_read_input_tokens * price.cache_read) / 1e6
+
+
+@dataclass
+class Accounting:
+    prices: dict[str, ModelPrice]
+    _totals: Totals = field(default_factory=Totals)
+    by_task: Counter = field(default_factory=Counter)
+    errors_by_reason: Counter = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, task: str, response: LLMResponse) -> None:
+        u = response.usage
+        with self._lock:
+            t = self._totals
+            self._totals = replace(
+                t, calls=t.calls + (0 if response.cached else 1),
+                cache_hits=t.cache_hits + (1 if response.cached else 0),
+                retries=t.retries + response.retries,
+                input_tokens=t.input_tokens + u.input_tokens,
+                output_tokens=t.output_tokens + u.output_tokens,
+                cache_read_tokens=t.cache_read_tokens + u.cache_read_input_tokens,
+                cache_write_tokens=t.cache_write_tokens + u.cache_creation_input_tokens,
+                cost_usd=t.cost_usd + cost_of(self.prices.get(response.model), response),
+            )
+            self.by_task[task] += 1
+
+    def record_error(self, reason: str, retries: int = 0) -> None:
+        with self._lock:
+            t = self._totals
+            self._totals = replace(t, errors=t.errors + 1, retries=t.retries + retries)
+            self.errors_by_reason[reason] += 1
+
+    def snapshot(self) -> Totals:
+        with self._lock:
+            return self._totals
+
+    def as_metrics(self) -> dict[str, float]:
+        t = self.snapshot()
+        out = {f"llm.{f.name}": float(getattr(t, f.name)) for f in fields(t)}
+        out.update({f"llm.calls.{task}": float(n) for task, n in self.by_task.items()})
+        return out

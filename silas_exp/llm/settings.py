@@ -1,0 +1,43 @@
+"""LLM layer settings (config group ``llm``), validated once at start-up."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ModelPrice(BaseModel):
+    """USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write: float = Field(ge=0)
+    cache_read: float = Field(ge=0)
+
+
+DEFAULT_PRICES: dict[str, ModelPrice] = {
+    "claude-haiku-4-5": ModelPrice(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10),
+    "claude-sonnet-4-5": ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30),
+    "claude-sonnet-4-6": ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30),
+    "claude-opus-4-1": ModelPrice(input=15.0, output=75.0, cache_write=18.75, cache_read=1.50),
+    "claude-opus-4-5": ModelPrice(input=5.0, output=25.0, cache_write=6.25, cache_read=0.50),
+}
+
+
+class LLMSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["simulated", "anthropic"] = "simulated"
+    max_connections: int = Field(default=10, ge=1)
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    max_retry_wait_s: float = Field(default=20.0, ge=0)
+    cache_mode: Literal["read_write", "replay", "off"] = "read_write"
+    cache_dir: str | None = None
+    base_url: str | None = None
+    batch: bool = False
+    max_usd: float | None = Field(default=None, ge=0)
+    simulated_latency_ms: float = Field(default=0.0, ge=0)
+    prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))

@@ -1,0 +1,63 @@
+"""The simulated backend: deterministic per (seed, namespace, request), no
+network. Answers come from responders registered per task by the code that
+owns the task (scorer prompt, keep-backs, probes, judge, summaries); see
+docs/simulated_llm.md for what each does."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from silas_exp.errors import LLMError
+from silas_exp.llm.base import LLMRequest, LLMResponse, Usage
+
+Responder = Callable[[LLMRequest, np.random.Generator], dict]
+_RESPONDERS: dict[str, Responder] = {}
+
+
+def register_responder(task: str) -> Callable[[Responder], Responder]:
+    def deco(fn: Responder) -> Responder:
+        _RESPONDERS[task] = fn
+        return fn
+
+    return deco
+
+
+def responder_for(task: str) -> Responder:
+    if task not in _RESPONDERS:
+        raise LLMError(f"the simulated backend has no responder for task {task!r}; "
+                       f"registered: {sorted(_RESPONDERS)}")
+    return _RESPONDERS[task]
+
+
+def _tokens(text: str) -> int:
+    return math.ceil(len(text) / 3.5)
+
+
+class SimulatedBackend:
+    name = "simulated"
+
+    def __init__(self, seed: int, latency_ms: float = 0.0) -> None:
+        self.seed, self.latency_ms = seed, latency_ms
+
+    def rng_for(self, request: LLMRequest, namespace: str) -> np.random.Generator:
+        digest = hashlib.sha256(f"{self.seed}/{namespace}/{request.fingerprint()}".encode()).digest()
+        return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+    def answer(self, request: LLMRequest, namespace: str) -> LLMResponse:
+        data = responder_for(request.task)(request, self.rng_for(request, namespace))
+        text = json.dumps(data, sort_keys=True)
+        prompt = (request.system or "") + "".join(m.content for m in request.messages)
+        usage = Usage(input_tokens=_tokens(prompt), output_tokens=_tokens(text))
+        return LLMResponse(text=text, data=data, usage=usage, model=request.model,
+                           backend=self.name, latency_ms=self.latency_ms)
+
+    async def acomplete(self, request: LLMRequest, *, namespace: str) -> LLMResponse:
+        if self.latency_ms:
+            await asyncio.sleep(self.latency_ms / 1000.0)
+        return self.answer(request, namespace)
