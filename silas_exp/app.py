@@ -25,7 +25,14 @@ from silas_exp.errors import ConfigError, SilasExpError, SuiteError
 from silas_exp.exitstate import STATE
 from silas_exp.runner import JobOutcome, make_job, run_job
 from silas_exp.suites.loader import load_suite
-from silas_exp.tracking.jobs import JobTracker, SweepInfo, find_finished_job, open_store
+from silas_exp.tracking.jobs import (
+    JobTracker,
+    SweepInfo,
+    find_finished_job,
+    job_payload,
+    open_store,
+    write_job_file,
+)
 from silas_exp.tracking.payload import variant_name
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
@@ -72,9 +79,14 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     variant = variant_name(task_overrides, sweep.swept_keys if sweep else [], cfg.scorer.name)
     job = make_job(cfg, variant)
     label = f"[job {job_num}] {variant}#r{job.repeat}" if multirun else f"[run] {variant}"
-    store = open_store(cfg)
     loaded = load_suite(cfg.suite.path)
     version = loaded.suite.version
+    if sweep is not None and sweep.background:
+        store = None  # the background uploader logs this job from its folder
+        if cfg.tracking.enabled:
+            write_job_file(out_dir, job_payload(cfg, job, sweep, version))
+    else:
+        store = open_store(cfg)
     if cfg.resume and store is not None and sweep is not None:
         done = find_finished_job(store, sweep, cfg.variant_hash(), job.repeat, version)
         if done is not None:

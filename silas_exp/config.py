@@ -53,6 +53,7 @@ class TrackingConfig(_Strict):
     artifact_root: str | None = None
     experiment_prefix: str = "silas"
     log_case_table: bool = True
+    background: bool = True  # sweeps: one uploader process does all MLflow writes
 
 
 class MetricsConfig(_Strict):

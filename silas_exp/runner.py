@@ -7,6 +7,7 @@ The Hydra entry point and the tracking layer wrap it.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import traceback
@@ -180,6 +181,22 @@ def run_metrics(results: list[BenchmarkResult], summary: BenchmarkSummary) -> di
     return out
 
 
+_CALIBRATIONS: dict[str, Calibration] = {}
+
+
+def _calibration_key(cfg: ExperimentConfig, loaded: LoadedSuite, job: JobSpec) -> str:
+    """Everything the calibration result depends on; variants A and B of one
+    repeat share it, so a sweep computes it once per repeat and process."""
+    parts = {
+        "suite": [loaded.suite.suite_id, loaded.suite.version, str(loaded.root)],
+        "base": getattr(cfg.scorer, "base", HeuristicSettings().weights).model_dump(),
+        "explore": getattr(cfg.scorer, "explore_rate", 0.0), "l2": getattr(cfg.scorer, "l2", 20.0),
+        "model": cfg.model.model_dump(), "eviction": cfg.eviction.model_dump(),
+        "budget": cfg.budget.model_dump(), "seed": job.seed, "horizon": cfg.metrics.horizon,
+    }
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
 def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
                out_dir: Path) -> Calibration | None:
     """Offline calibration: replay the suite's calibration cases under the control
@@ -187,6 +204,14 @@ def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
     kind = scorer_kinds()[cfg.scorer.name]
     if not kind.needs_calibration:
         return None
+    key = _calibration_key(cfg, loaded, runner.job)
+    if key not in _CALIBRATIONS:
+        _CALIBRATIONS[key] = _fit_calibration(cfg, runner, loaded, out_dir)
+    return _CALIBRATIONS[key]
+
+
+def _fit_calibration(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
+                     out_dir: Path) -> Calibration:
     cases = loaded.calibration_cases
     if not cases:
         raise SilasExpError(

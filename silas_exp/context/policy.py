@@ -65,6 +65,8 @@ def evict_by_zone_policy(
     """Evict from ``zone`` in policy order until its usage is at most ``limit``."""
     evicted: list[str] = []
     usage = window.zone_usage(zone)
+    if usage <= limit:
+        return evicted
     pool = sorted(
         (it for it in window.evictable() if it.zone is zone and it.ctx_id not in protect),
         key=zone_order_key(zone, turn),

@@ -63,6 +63,10 @@ class FeedbackStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False)
+        # WAL + synchronous=NORMAL: each proposal still commits on its own (a crashed
+        # job keeps every resolved proposal) without an fsync per commit
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         self._db.commit()
 
@@ -134,4 +138,5 @@ class FeedbackStore:
         return dest
 
     def close(self) -> None:
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._db.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Task = Literal["scorer", "keepback", "probe_answer", "judge", "summary"]
@@ -45,8 +45,12 @@ class LLMRequest:
 
     def fingerprint(self) -> str:
         """sha256 over everything that reaches a model (not ``sim``)."""
-        payload = asdict(self)
-        payload.pop("sim", None)
+        payload = {
+            "task": self.task, "model": self.model, "system": self.system,
+            "messages": [[m.role, m.content] for m in self.messages],
+            "max_tokens": self.max_tokens, "temperature": self.temperature,
+            "output_schema": self.output_schema, "cache_system": self.cache_system,
+        }
         blob = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 

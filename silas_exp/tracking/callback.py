@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from silas_exp.analysis.summary import failures, read_job_records, variant_table
 from silas_exp.config import ExperimentConfig, validate
-from silas_exp.errors import SilasExpError
+from silas_exp.errors import SilasExpError, TrackingError
 from silas_exp.exitstate import STATE
+from silas_exp.tracking import background
 from silas_exp.tracking.jobs import (
     SweepInfo,
     command_key,
@@ -31,6 +33,7 @@ from silas_exp.tracking.jobs import (
     reopen_sweep,
 )
 from silas_exp.tracking.payload import git_revision, swept_keys
+from silas_exp.tracking.preflight import preflight
 
 
 def _experiment(config: DictConfig) -> ExperimentConfig | None:
@@ -57,29 +60,44 @@ class TrackingCallback(Callback):
         name = experiment_name(cfg) if cfg else "silas"
         command = "python -m silas_exp -m " + " ".join(shlex.quote(o) for o in cli)
         info = SweepInfo(new_sweep_id(), name, swept_keys(cli, params), command=command)
-        store = open_store(cfg) if cfg else None
-        if store is not None:
-            store.ensure_store()
-            info.experiment_id = store.ensure_experiment(name)
-            info.tracking_uri = cfg.tracking.uri
-            key = command_key(cli)
-            previous = find_resumable_sweep(store, info.experiment_id, key) if cfg.resume else None
-            if previous is not None:
-                info.sweep_id = previous.data.tags["silas.sweep_id"]
-                info.parent_run_id = previous.info.run_id
-                killed = reopen_sweep(store, previous)
-                print(f"Resuming sweep {info.sweep_id} (parent run {info.parent_run_id}); "
-                      f"{killed} interrupted job run(s) marked KILLED; finished jobs are skipped.")
-            else:
-                if cfg.resume:
-                    print("resume=true: no unfinished sweep with this command; starting a new one.")
-                info.parent_run_id = store.start_run(info.experiment_id, f"sweep-{info.sweep_id}", {
-                    "silas.sweep_id": info.sweep_id, "silas.kind": "sweep", "silas.command": command,
-                    "silas.command_key": key, "silas.swept_keys": ",".join(info.swept_keys),
-                    "silas.suite": cfg.suite.name, "silas.git_revision": git_revision(cfg.paths.root),
-                    "llm.backend": cfg.model.backend,
-                    "llm.simulated": str(cfg.model.backend == "simulated").lower(),
-                })
+        self._uploader = None
+        if cfg is None or not cfg.tracking.enabled:
+            info.write(sweep_dir)
+            return
+        try:
+            preflight(cfg.tracking.uri)
+        except TrackingError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        key = command_key(cli)
+        info.tracking_uri, info.artifact_root = cfg.tracking.uri, cfg.tracking.artifact_root
+        info.parent_tags = {
+            "silas.sweep_id": info.sweep_id, "silas.kind": "sweep", "silas.command": command,
+            "silas.command_key": key, "silas.swept_keys": ",".join(info.swept_keys),
+            "silas.suite": cfg.suite.name, "silas.git_revision": git_revision(cfg.paths.root),
+            "llm.backend": cfg.model.backend,
+            "llm.simulated": str(cfg.model.backend == "simulated").lower(),
+        }
+        if cfg.tracking.background and not cfg.resume:
+            info.background = True
+            info.write(sweep_dir)
+            self._uploader = background.start(sweep_dir)
+            return
+        store = open_store(cfg)
+        store.ensure_store()
+        info.experiment_id = store.ensure_experiment(name)
+        previous = find_resumable_sweep(store, info.experiment_id, key) if cfg.resume else None
+        if previous is not None:
+            info.sweep_id = previous.data.tags["silas.sweep_id"]
+            info.parent_run_id = previous.info.run_id
+            killed = reopen_sweep(store, previous)
+            print(f"Resuming sweep {info.sweep_id} (parent run {info.parent_run_id}); "
+                  f"{killed} interrupted job run(s) marked KILLED; finished jobs are skipped.")
+        else:
+            if cfg.resume:
+                print("resume=true: no unfinished sweep with this command; starting a new one.")
+            info.parent_run_id = store.start_run(info.experiment_id, f"sweep-{info.sweep_id}",
+                                                 info.parent_tags)
         info.write(sweep_dir)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -94,15 +112,29 @@ class TrackingCallback(Callback):
             print(f"\n{len(failed)} job(s) failed:")
             for line in failed:
                 print("  -", line)
+        (sweep_dir / "summary.md").write_text(table + "\n")
         cfg = _experiment(config)
-        store = open_store(cfg) if cfg else None
-        if store is not None and info and info.parent_run_id:
-            (sweep_dir / "summary.md").write_text(table + "\n")
+        uploader = getattr(self, "_uploader", None)
+        if uploader is not None:
+            background.mark_done(sweep_dir, len(failed))
+            try:
+                code = uploader.wait(timeout=600)
+            except subprocess.TimeoutExpired:
+                uploader.kill()
+                code = -1
+            info = SweepInfo.read(sweep_dir)
+            if code != 0:
+                print(f"\ntracking failed (see {sweep_dir / background.LOG_FILE}); every result is "
+                      f"kept in {sweep_dir}. Upload later: silas-exp upload {sweep_dir}",
+                      file=sys.stderr)
+        elif cfg is not None and info and info.parent_run_id:
+            store = open_store(cfg)
             store.log_artifact(info.parent_run_id, sweep_dir / "summary.md")
             store.log_artifact(info.parent_run_id, sweep_dir / "sweep.json")
             store.log(info.parent_run_id, metrics={"sweep.jobs": len(records),
                                                    "sweep.failed_jobs": len(failed)})
             store.end_run(info.parent_run_id, "FAILED" if failed else "FINISHED")
+        if cfg is not None and cfg.tracking.enabled and info and info.parent_run_id:
             print(f"\nMLflow: experiment {info.experiment_name!r}, parent run {info.parent_run_id}"
                   f"\n  mlflow ui --backend-store-uri {cfg.tracking.uri}")
         sys.stdout.flush()

@@ -30,12 +30,17 @@ class SweepInfo:
     experiment_id: str | None = None
     parent_run_id: str | None = None
     tracking_uri: str | None = None
+    artifact_root: str | None = None
     command: str = ""
+    background: bool = False  # a background uploader process does all MLflow writes
+    parent_tags: dict[str, str] = field(default_factory=dict)
 
     def write(self, folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / SWEEP_FILE
-        path.write_text(json.dumps(asdict(self), indent=1))
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1))
+        tmp.replace(path)  # atomic: readers never see half a file
         return path
 
     @classmethod
@@ -123,6 +128,26 @@ def run_tags(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None) -> di
     return tags
 
 
+JOB_FILE = "job.json"
+
+
+def job_payload(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None,
+                suite_version: str) -> dict[str, Any]:
+    """Run name, tags and params of one job's run (both tracking paths use it)."""
+    tags = {**run_tags(cfg, job, sweep), "silas.suite_version": suite_version}
+    params = flatten(cfg.model_dump(mode="json", exclude={"paths", "resume"}))
+    params["job.seed"] = str(job.seed)
+    return {"run_name": f"{job.variant}#r{job.repeat}", "tags": tags, "params": params,
+            "experiment_name": experiment_name(cfg), "log_case_table": cfg.tracking.log_case_table}
+
+
+def write_job_file(out_dir: Path, payload: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / (JOB_FILE + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1))
+    tmp.replace(out_dir / JOB_FILE)
+
+
 class JobTracker:
     """Context manager around one job's MLflow run: the run is created on entry
     (with its config as params, so even a crashed job shows what it ran) and
@@ -141,28 +166,18 @@ class JobTracker:
         exp_id = self.sweep.experiment_id if self.sweep and self.sweep.experiment_id else None
         self.experiment_id = exp_id or self.store.ensure_experiment(experiment_name(self.cfg))
         parent = self.sweep.parent_run_id if self.sweep else None
-        name = f"{self.job.variant}#r{self.job.repeat}"
-        tags = {**run_tags(self.cfg, self.job, self.sweep), "silas.suite_version": self.suite_version}
-        self.run_id = self.store.start_run(self.experiment_id, name, tags, parent)
-        params = flatten(self.cfg.model_dump(mode="json", exclude={"paths", "resume"}))
-        params["job.seed"] = str(self.job.seed)
-        self.store.log(self.run_id, params=params)
+        payload = job_payload(self.cfg, self.job, self.sweep, self.suite_version)
+        self.run_id = self.store.start_run(self.experiment_id, payload["run_name"],
+                                           payload["tags"], parent)
+        self.store.log(self.run_id, params=payload["params"])
         return self
 
     def log_outcome(self, outcome: JobOutcome, out_dir: Path) -> None:
         if self.store is None or self.run_id is None:
             return
-        tags = {
-                "silas.pass_rate": f"{outcome.run.summary.pass_rate:.3f}"}
-        self.store.log(self.run_id, metrics=outcome.metrics, tags=tags)
-        if self.cfg.tracking.log_case_table:
-            self.store.log_table(self.run_id, case_table(outcome), "cases.json")
-        hydra_dir = out_dir / ".hydra"
-        if hydra_dir.is_dir():
-            self.store.log_artifacts(self.run_id, hydra_dir, "hydra")
-        for name in ("result.json", "feedback.sqlite", "calibration.json"):
-            if (out_dir / name).is_file():
-                self.store.log_artifact(self.run_id, out_dir / name)
+        log_job_folder(self.store, self.run_id, out_dir, outcome.metrics,
+                       outcome.run.model_dump(mode="json")["results"],
+                       self.cfg.tracking.log_case_table)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if self.store is None or self.run_id is None:
@@ -180,17 +195,36 @@ class JobTracker:
             self.store.end_run(self.sweep.parent_run_id, "KILLED")
 
 
-def case_table(outcome: JobOutcome) -> dict[str, list[Any]]:
-    """Per-case results as columns (for ``MlflowClient.log_table``)."""
-    results = outcome.run.results
-    keys = sorted({k for r in results for k in r.metrics})
+ARTIFACT_FILES = ("result.json", "feedback.sqlite", "calibration.json")
+
+
+def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict[str, float],
+                   results: list[dict[str, Any]], log_case_table: bool) -> None:
+    """Log a finished job's metrics, per-case table and artifacts from its folder."""
+    pass_rate = metrics.get("summary.pass_rate")
+    tags = {"silas.pass_rate": f"{pass_rate:.3f}"} if pass_rate is not None else {}
+    store.log(run_id, metrics=metrics, tags=tags)
+    if log_case_table and results:
+        store.log_table(run_id, case_table(results), "cases.json")
+    hydra_dir = out_dir / ".hydra"
+    if hydra_dir.is_dir():
+        store.log_artifacts(run_id, hydra_dir, "hydra")
+    for name in ARTIFACT_FILES:
+        if (out_dir / name).is_file():
+            store.log_artifact(run_id, out_dir / name)
+
+
+def case_table(results: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Per-case results (BenchmarkResult dicts) as columns for ``log_table``."""
+    keys = sorted({k for r in results for k in r.get("metrics", {})})
     table: dict[str, list[Any]] = {
-        "case_id": [r.case_id for r in results],
-        "status": [r.status for r in results],
-        "latency_ms": [round(r.latency_ms, 2) for r in results],
-        "token_cost": [r.token_cost for r in results],
-        "error": [r.error or "" for r in results],
+        "case_id": [r["case_id"] for r in results],
+        "status": [r["status"] for r in results],
+        "latency_ms": [round(r["latency_ms"], 2) for r in results],
+        "token_cost": [r["token_cost"] for r in results],
+        "llm_judge_score": [r.get("llm_judge_score") for r in results],
+        "error": [r.get("error") or "" for r in results],
     }
     for key in keys:
-        table[key] = [r.metrics.get(key) for r in results]
+        table[key] = [r.get("metrics", {}).get(key) for r in results]
     return table
