@@ -40,6 +40,8 @@ from silas_exp.scorers import ScorerContext, build_scorer, scorer_kinds
 from silas_exp.scorers.heuristic import HeuristicSettings
 from silas_exp.suites.loader import LoadedSuite, load_suite, session_case
 
+MAX_EVICTED_LOGGED = 2000  # eviction order kept per case (for shadow diffs)
+
 
 @dataclass(frozen=True)
 class JobSpec:
@@ -111,10 +113,11 @@ class _CaseRunner:
             stats, oracle = self.replay_case(case, self.cfg.scorer, calibration)
             metrics = case_metrics(stats, oracle, self.cfg.metrics.horizon)
             status, error = _judge_thresholds(case, metrics), None
+            output = json.dumps({"evicted": [cid for _, cid in stats.evictions][:MAX_EVICTED_LOGGED]})
         except BudgetExceeded:
             raise
         except (SilasExpError, Exception) as exc:  # a failed case counts, never vanishes
-            metrics, status = {}, "error"
+            metrics, status, output = {}, "error", None
             error = f"{type(exc).__name__}: {exc}"
             if self.cfg.fail_fast:
                 raise
@@ -125,7 +128,7 @@ class _CaseRunner:
             case_id=case.case_id, status=status, latency_ms=latency,
             token_cost=int(spent.input_tokens + spent.output_tokens), error=error,
             retries=int(spent.retries), metrics=metrics,
-            actual_output=None if error else f"{len(metrics)} metrics",
+            actual_output=output,
         )
 
 

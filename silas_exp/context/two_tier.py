@@ -162,9 +162,11 @@ class TwoTierEviction:
             self.stats.evictions += [(turn, cid) for cid in evicted]
 
     def step(self, window: Window, turn: int) -> None:
-        self.tier1(window, turn)
-        if window.usage() > self.budget.eviction_threshold_pct * self.budget.total:
+        threshold = self.budget.eviction_threshold_pct * self.budget.total
+        if window.usage() > threshold:  # the budget guard: this turn is under pressure
             self.stats.guard_triggers += 1
+        self.tier1(window, turn)
+        if window.usage() > threshold:
             self.tier2(window, turn)
 
     def compress(self, window: Window, turn: int) -> None:

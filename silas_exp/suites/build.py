@@ -130,6 +130,13 @@ SHIPPED: tuple[SuiteRecipe, ...] = (
         + tuple(CaseMix(f, 80, 2.0, "calibration") for f in _FLAVOURS for _ in range(2)),
     ),
     SuiteRecipe(
+        name="chronicle_keepback", version="1.0.0", seed=19,
+        description="§19.4 miscalibration: chronicle items the control scores low are needed "
+                    "again later and kept back often; calibration must fix the zone weighting.",
+        mix=tuple(CaseMix("chronicle", 80, fill) for fill in (1.3, 2.0, 3.0, 2.0, 3.0, 2.0))
+        + tuple(CaseMix("chronicle", 80, 2.0, "calibration") for _ in range(6)),
+    ),
+    SuiteRecipe(
         name="smoke", version="1.0.0", seed=11,
         description="Tiny suite for tests and quick checks.",
         mix=(CaseMix("coding", 40, 2.0), CaseMix("research", 40, 3.0),

@@ -37,6 +37,7 @@ class SessionSpec:
     memory_rate: float = 0.3
     plan_rate: float = 0.08
     subscription_rate: float = 0.04
+    chronicle_need: float = 0.0  # > 0: early user messages needed with this probability
 
 
 FLAVOURS: dict[str, dict[str, float | str]] = {
@@ -50,6 +51,10 @@ FLAVOURS: dict[str, dict[str, float | str]] = {
                 "memory_rate": 0.45, "subscription_rate": 0.1},
     "conversation": {"profile": "conversation", "tool_rate": 0.1, "error_rate": 0.0,
                      "view_rate": 0.05, "memory_rate": 0.3},
+    # §19.4: long-running support threads where early user instructions are needed
+    # again much later — exactly what a low chronicle prior gets wrong
+    "chronicle": {"profile": "support", "tool_rate": 0.3, "error_rate": 0.3, "view_rate": 0.2,
+                  "memory_rate": 0.5, "chronicle_need": 0.8},
 }
 
 
@@ -98,7 +103,8 @@ def generate_session(seed: int, spec: SessionSpec, session_id: str) -> tuple[Ses
         topic = TOPICS[int(rng.integers(len(TOPICS)))]
         u = b.add(t, ContextZone.CHRONICLE, "user_message", rng.integers(30, 160),
                   f"user: please look at {topic} in {FILES[int(rng.integers(len(FILES)))]}")
-        b.need(u, 0.55 if t < spec.turns // 3 else 0.35, 25.0, (2, 3, 3))
+        p_need = 0.55 if t < spec.turns // 3 else 0.35
+        b.need(u, max(p_need, spec.chronicle_need), 25.0, (2, 3, 3))
         a = b.add(t, ContextZone.CHRONICLE, "agent_response", rng.integers(60, 420),
                   f"agent: working on {topic}", group=f"g{t}")
         b.need(a, 0.2, 8.0, (1, 2), max_refs=1)

@@ -109,6 +109,8 @@ class Uploader:
         for name in ("summary.md", "sweep.json", "ablation.md"):
             if (self.dir / name).is_file():
                 self.store.log_artifact(self.info.parent_run_id, self.dir / name)
+        if (self.dir / "ablation").is_dir():
+            self.store.log_artifacts(self.info.parent_run_id, self.dir / "ablation", "ablation")
         jobs = sum(1 for d in self.dir.iterdir() if (d / TRACKED_FILE).exists())
         self.store.log(self.info.parent_run_id, metrics={"sweep.jobs": jobs})
         self.store.end_run(self.info.parent_run_id, status)

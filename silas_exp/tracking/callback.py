@@ -44,6 +44,31 @@ def _experiment(config: DictConfig) -> ExperimentConfig | None:
         return None  # the job itself reports the problem with a clear message
 
 
+def _write_ablation(sweep_dir: Path, records) -> None:
+    """Ablation of the finished jobs against the control, when the sweep has
+    more than one variant: ablation.md + plots in the sweep folder (the
+    uploader attaches them to the parent run)."""
+    if len({r.variant for r in records if r.status == "finished"}) < 2:
+        return
+    from silas_exp.analysis.ablation import ablation
+    from silas_exp.analysis.data import load_sweep_dir
+    from silas_exp.analysis.plots import ablation_plots
+    from silas_exp.analysis.report import ablation_markdown
+
+    try:
+        data = load_sweep_dir(sweep_dir)
+        result = ablation(data)
+        plots = ablation_plots(result, data, sweep_dir / "ablation")
+        md = ablation_markdown(result, [f"ablation/{p.name}" for p in plots])
+        (sweep_dir / "ablation.md").write_text(md)
+        print("\nAblation vs " + result.control + ":")
+        for variant, (ok, why) in sorted(result.ship.items()):
+            print(f"  {variant}: {'may ship' if ok else 'may NOT ship'} — {why}")
+        print(f"  report: {sweep_dir / 'ablation.md'}")
+    except SilasExpError as exc:
+        print(f"(no ablation report: {exc})")
+
+
 class TrackingCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         cfg = _experiment(config)
@@ -113,6 +138,7 @@ class TrackingCallback(Callback):
             for line in failed:
                 print("  -", line)
         (sweep_dir / "summary.md").write_text(table + "\n")
+        _write_ablation(sweep_dir, records)
         cfg = _experiment(config)
         uploader = getattr(self, "_uploader", None)
         if uploader is not None:
@@ -129,8 +155,11 @@ class TrackingCallback(Callback):
                       file=sys.stderr)
         elif cfg is not None and info and info.parent_run_id:
             store = open_store(cfg)
-            store.log_artifact(info.parent_run_id, sweep_dir / "summary.md")
-            store.log_artifact(info.parent_run_id, sweep_dir / "sweep.json")
+            for name in ("summary.md", "sweep.json", "ablation.md"):
+                if (sweep_dir / name).is_file():
+                    store.log_artifact(info.parent_run_id, sweep_dir / name)
+            if (sweep_dir / "ablation").is_dir():
+                store.log_artifacts(info.parent_run_id, sweep_dir / "ablation", "ablation")
             store.log(info.parent_run_id, metrics={"sweep.jobs": len(records),
                                                    "sweep.failed_jobs": len(failed)})
             store.end_run(info.parent_run_id, "FAILED" if failed else "FINISHED")

@@ -1,0 +1,68 @@
+"""Read logged runs back for analysis (compare, ablation, baselines)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from silas_exp.errors import AnalysisError
+from silas_exp.tracking.store import MlflowStore
+
+
+class Reader:
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self.store = MlflowStore(uri)
+
+    def experiments(self) -> list[Any]:
+        return self.store.client.search_experiments()
+
+    def run(self, run_id: str) -> Any:
+        try:
+            return self.store.get_run(run_id)
+        except Exception:
+            raise AnalysisError(f"run {run_id!r} not found in {self.uri}; check the id "
+                                "(mlflow ui shows it) and --tracking-uri") from None
+
+    def sweep_runs(self, sweep_id: str) -> tuple[Any | None, list[Any]]:
+        exps = [e.experiment_id for e in self.experiments()]
+        runs = self.store.search_runs(exps, filter_string=f"tags.`silas.sweep_id` = '{sweep_id}'")
+        if not runs:
+            raise AnalysisError(f"no runs with sweep id {sweep_id!r} in {self.uri}")
+        parent = next((r for r in runs if r.data.tags.get("silas.kind") == "sweep"), None)
+        children = [r for r in runs if r.data.tags.get("silas.kind") != "sweep"
+                    and r.info.status == "FINISHED"]
+        return parent, children
+
+    def result_json(self, run_id: str) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                path = self.store.download_artifact(run_id, "result.json", Path(tmp))
+            except Exception:
+                raise AnalysisError(f"run {run_id} has no result.json artifact") from None
+            return json.loads(Path(path).read_text())
+
+    def experiment_by_name(self, name: str) -> Any:
+        return self.store.get_experiment_by_name(name)
+
+    def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
+        self.store.set_experiment_tag(experiment_id, key, value)
+
+    def set_run_tag(self, run_id: str, key: str, value: str) -> None:
+        self.store.log(run_id, tags={key: value})
+
+    def log_artifact(self, run_id: str, path: Path, artifact_path: str | None = None) -> None:
+        self.store.log_artifact(run_id, path, artifact_path)
+
+
+def load_sweep_from_mlflow(uri: str, sweep_id: str):
+    from silas_exp.analysis.data import SweepData, job_from_result, latest_per_job
+
+    reader = Reader(uri)
+    parent, children = reader.sweep_runs(sweep_id)
+    jobs = [job_from_result(reader.result_json(r.info.run_id), r.info.run_id)
+            for r in latest_per_job(children)]
+    command = parent.data.tags.get("silas.command", "") if parent else ""
+    return SweepData(sweep_id, command, jobs), parent

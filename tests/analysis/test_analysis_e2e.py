@@ -1,0 +1,126 @@
+"""Analysis end to end on a real sweep logged to a real MLflow store."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ..conftest import REPO
+
+
+def _cli(tmp_path, *args):
+    env = {"MLFLOW_DISABLE_TELEMETRY": "true", "SILAS_EXP_ROOT": str(tmp_path),
+           "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-m", "silas_exp.cli", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("analysis")
+    suites = tmp / "suites"
+    shutil.copytree(REPO / "suites" / "smoke", suites / "smoke")
+    common = [f"paths.root={tmp}", f"paths.suites={suites}", "suite=smoke"]
+    env = {"MLFLOW_DISABLE_TELEMETRY": "true", "PATH": "/usr/bin:/bin"}
+    sweep = subprocess.run(
+        [sys.executable, "-m", "silas_exp", "-m", "scorer=heuristic,weights", "repeats=2", *common,
+         f"hydra.sweep.dir={tmp / 'multirun'}"], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=300)
+    assert sweep.returncode == 0, sweep.stderr[-2000:]
+    worse = subprocess.run(
+        [sys.executable, "-m", "silas_exp", "scorer=random", "eviction.keepbacks=false", *common,
+         f"hydra.run.dir={tmp / 'worse'}"], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=300)
+    assert worse.returncode == 0, worse.stderr[-2000:]
+    client = MlflowClient(f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("silas-smoke")
+    runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
+    sweep_id = json.loads((tmp / "multirun" / "sweep.json").read_text())["sweep_id"]
+    by_variant = {}
+    for r in runs:
+        if r.data.tags.get("silas.kind") != "sweep":
+            by_variant.setdefault(r.data.tags["silas.variant"], r.info.run_id)
+    return tmp, sweep_id, by_variant
+
+
+def test_ablation_reproduced_from_mlflow_alone(logged):
+    tmp, sweep_id, _ = logged
+    proc = _cli(tmp, "ablation", sweep_id, "--out", str(tmp / "abl"))
+    assert proc.returncode == 0, proc.stderr
+    from_mlflow = (tmp / "abl" / "ablation.md").read_text()
+    at_sweep_end = (tmp / "multirun" / "ablation.md").read_text()
+    strip = lambda md: [l for l in md.splitlines() if "png" not in l]  # noqa: E731
+    assert strip(from_mlflow) == strip(at_sweep_end)
+    assert "scorer=weights" in from_mlflow and "may ship" in from_mlflow
+    assert (tmp / "abl" / "pareto_tokens_vs_quality.png").stat().st_size > 1000
+    # the parent run carries the end-of-sweep report
+    client = MlflowClient(f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}")
+    parent = [r for r in client.search_runs([client.get_experiment_by_name('silas-smoke').experiment_id])
+              if r.data.tags.get("silas.kind") == "sweep"][0]
+    names = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"ablation.md", "summary.md", "ablation"} <= names
+
+
+def test_promote_then_regress_flags_worse_variant(logged):
+    tmp, _, runs = logged
+    control, worse = runs["scorer=heuristic"], runs["scorer=random"]
+    promote = _cli(tmp, "baseline", "promote", control)
+    assert promote.returncode == 0, promote.stderr
+    baseline = json.loads((tmp / "suites" / "smoke" / "baseline.json").read_text())
+    assert baseline["pins"]["run_id"] == control and baseline["pins"]["suite_version"] == "1.0.0"
+    assert _cli(tmp, "baseline", "show", "--suite", "smoke").returncode == 0
+    reg = _cli(tmp, "regress", worse, "--out", str(tmp / "regress.md"))
+    assert reg.returncode == 1, reg.stdout + reg.stderr
+    report = (tmp / "regress.md").read_text()
+    assert "REGRESSION" in report and "case-" in report  # failing cases are named
+    accepted = _cli(tmp, "regress", worse, "--accept-regression")
+    assert accepted.returncode == 0 and "accepted" in accepted.stdout
+    same = _cli(tmp, "regress", control)
+    assert same.returncode == 0, same.stdout
+
+
+def test_promotion_refusals(logged):
+    tmp, sweep_id, runs = logged
+    client = MlflowClient(f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}")
+    parent = [r for r in client.search_runs([client.get_experiment_by_name('silas-smoke').experiment_id])
+              if r.data.tags.get("silas.kind") == "sweep"][0]
+    refused = _cli(tmp, "baseline", "promote", parent.info.run_id)
+    assert refused.returncode == 2 and "parent run" in refused.stderr
+    suite = tmp / "suites" / "smoke" / "suite.json"
+    original = suite.read_text()
+    suite.write_text(original.replace('"version": "1.0.0"', '"version": "1.1.0"'))
+    try:
+        bumped = _cli(tmp, "baseline", "promote", runs["scorer=weights"])
+        assert bumped.returncode == 2 and "1.1.0" in bumped.stderr
+    finally:
+        suite.write_text(original)
+
+
+def test_fail_under_gates_compare_report_prometheus(logged):
+    tmp, _, runs = logged
+    gate = _cli(tmp, "regress", runs["scorer=heuristic"], "--baseline", runs["scorer=heuristic"],
+                "--fail-under", "context.retrieval_relevance=0.99")
+    assert gate.returncode == 1 and "FAIL context.retrieval_relevance" in gate.stdout
+    cmp_ = _cli(tmp, "compare", runs["scorer=heuristic"], runs["scorer=random"])
+    assert cmp_.returncode == 0 and "nDCG@10" in cmp_.stdout and "Shadow diff" in cmp_.stdout
+    rep = _cli(tmp, "report", runs["scorer=weights"])
+    assert rep.returncode == 0 and "Worst cases" in rep.stdout
+    prom = _cli(tmp, "export-prometheus")
+    assert 'silas_benchmark_pass_rate{suite="smoke",agent="scorer=weights"}' in prom.stdout
+    assert "# TYPE silas_benchmark_pass_rate gauge" in prom.stdout
+
+
+def test_fixture_gate_exit_codes(tmp_path):
+    ok = _cli(REPO, "fixtures", "--fixtures", str(REPO / "fixtures/context/bench_v1.json"),
+              "--fail-under", "fixtures.zone_precision=0.95", "--fail-under", "fixtures.guard_accuracy=1")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bad = _cli(REPO, "fixtures", "--fixtures", str(REPO / "fixtures/context/bench_v1.json"),
+               "--fail-under", "fixtures.routing_coverage=0.9")
+    assert bad.returncode == 1 and "FAIL fixtures.routing_coverage" in bad.stdout
+    typo = _cli(REPO, "fixtures", "--fail-under", "nonsense")
+    assert typo.returncode == 2 and "metric=value" in typo.stderr

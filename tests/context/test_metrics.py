@@ -1,0 +1,46 @@
+"""Context metrics on hand-built replay observations."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from silas_exp.context.replay import NeedOracle
+from silas_exp.context.stats import NeedEvent, Ranking, ReplayStats
+from silas_exp.metrics.context import case_metrics, retrieval_metrics
+from silas_exp.metrics.ir import mrr_at_k, ndcg_at_k, recall_at_k
+from silas_exp.schema.session import Reference, SessionTruth
+
+
+def test_ir_metrics_hand_computed():
+    grades = {"a": 3, "b": 0, "c": 2}
+    ranked = ["b", "a", "c"]
+    # DCG = 0 + 7/log2(3) + 3/log2(4) = 4.4165 + 1.5; IDCG = 7 + 3/log2(3) = 8.8928
+    assert ndcg_at_k(ranked, grades, 3) == pytest.approx((7 / math.log2(3) + 1.5) / (7 + 3 / math.log2(3)))
+    assert mrr_at_k(ranked, grades, 5) == 0.5
+    assert recall_at_k(ranked, grades, 1) == 0.0 and recall_at_k(ranked, grades, 2) == 0.5
+    assert recall_at_k(ranked, {"x": 1}, 5) == 1.0  # nothing relevant: vacuous 1.0
+
+
+def test_retrieval_relevance_is_grade_weighted():
+    stats = ReplayStats(needs=[NeedEvent(5, "a", 3, True), NeedEvent(5, "b", 1, False),
+                               NeedEvent(6, "c", 2, False)], window_tokens=[100, 300])
+    m = retrieval_metrics(stats)
+    assert m["context.retrieval_relevance"] == pytest.approx(3 / 6)
+    assert m["context.needed_served_rate"] == pytest.approx(1 / 3)
+    # turns with grade>=2 needs: 5 (all served) and 6 (missed) -> 0.5
+    assert m["context.task_completion_rate"] == pytest.approx(0.5)
+    assert m["context.tokens_per_served_need"] == pytest.approx(400 / 1)
+
+
+def test_case_metrics_use_future_need_for_rankings_and_exclusions():
+    truth = SessionTruth(references=[Reference(turn=12, ctx_id="a", grade=3)])
+    stats = ReplayStats(rankings=[Ranking(10, ("a", "b"))], candidate_scores=[0.9, 0.1],
+                        candidate_excluded=[True, False], evictions=[(10, "b"), (10, "a")],
+                        window_tokens=[1], turns=20)
+    m = case_metrics(stats, NeedOracle(truth), horizon=5)
+    assert m["ir.ndcg_at_10"] == 1.0 and m["ir.mrr_at_5"] == 1.0
+    assert m["feedback.exclusion_auc"] == 1.0 and m["feedback.exclusion_rate"] == 0.5
+    assert m["context.harmful_eviction_rate"] == 0.5
+    assert math.isnan(m["context.retrieval_relevance"])  # no needs observed
