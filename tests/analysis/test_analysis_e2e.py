@@ -54,7 +54,9 @@ def test_ablation_reproduced_from_mlflow_alone(logged):
     assert proc.returncode == 0, proc.stderr
     from_mlflow = (tmp / "abl" / "ablation.md").read_text()
     at_sweep_end = (tmp / "multirun" / "ablation.md").read_text()
-    strip = lambda md: [l for l in md.splitlines() if "png" not in l]  # noqa: E731
+    def strip(md: str) -> list[str]:
+        return [line for line in md.splitlines() if "png" not in line]
+
     assert strip(from_mlflow) == strip(at_sweep_end)
     assert "scorer=weights" in from_mlflow and "may ship" in from_mlflow
     assert (tmp / "abl" / "pareto_tokens_vs_quality.png").stat().st_size > 1000

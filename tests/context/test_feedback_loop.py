@@ -8,8 +8,6 @@ import sqlite3
 import numpy as np
 
 from silas_exp.context.budget import TokenBudget, ZoneShares
-
-CHRONICLE_ONLY = ZoneShares(chronicle=0.8, memory=0.0, workspace=0.0)  # Tier-1 caps never bind
 from silas_exp.context.stats import ReplayStats
 from silas_exp.context.two_tier import TwoTierEviction, TwoTierSettings
 from silas_exp.context.window import LiveItem, Window
@@ -21,6 +19,8 @@ from silas_exp.schema.eviction import ContextZone as Z
 from silas_exp.scorers.base import ScorerUnavailable
 from silas_exp.scorers.heuristic import HeuristicWeights, LinearScorer
 from silas_exp.scorers.prompt import parse_guidance, simulated_scorer
+
+CHRONICLE_ONLY = ZoneShares(chronicle=0.8, memory=0.0, workspace=0.0)  # Tier-1 caps never bind
 
 
 def _window(n=40, tokens=500) -> Window:
