@@ -65,12 +65,14 @@ def _write_result(out_dir: Path, variant: str, repeat: int, outcome: JobOutcome 
             "n_candidates": cal.n_candidates, "exclusion_rates": cal.rates.as_metrics()}, indent=1))
 
 
-def _write_skipped(out_dir: Path, variant: str, repeat: int, run, version: str) -> None:
+def _write_skipped(out_dir: Path, store, run) -> None:
+    """A job finished by an earlier, interrupted invocation: bring its logged
+    result into this sweep's folder so the end-of-sweep summary sees it."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "result.json").write_text(json.dumps({
-        "variant": variant, "repeat": repeat, "status": "finished", "error": None,
-        "metrics": dict(run.data.metrics), "suite_version": version, "run": None,
-        "resumed_from": run.info.run_id}, indent=1))
+    path = store.download_artifact(run.info.run_id, "result.json", out_dir / ".resumed")
+    data = json.loads(Path(path).read_text())
+    data["resumed_from"] = run.info.run_id
+    (out_dir / "result.json").write_text(json.dumps(data, indent=1))
 
 
 def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], multirun: bool,
@@ -90,7 +92,7 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     if cfg.resume and store is not None and sweep is not None:
         done = find_finished_job(store, sweep, cfg.variant_hash(), job.repeat, version)
         if done is not None:
-            _write_skipped(out_dir, variant, job.repeat, done, version)
+            _write_skipped(out_dir, store, done)
             print(f"{label}: already finished as run {done.info.run_id}; skipped", flush=True)
             return done.data.metrics.get(cfg.metrics.optimize, math.nan)
     t0 = time.perf_counter()

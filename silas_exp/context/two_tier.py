@@ -15,7 +15,6 @@ ceiling: keep-backs cannot hold usage above it.
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections import defaultdict
 from datetime import UTC, datetime
 
@@ -128,7 +127,9 @@ class TwoTierEviction:
                 if self._rng.random() < self.s.explore_rate:
                     chosen += unit
         proposal = EvictionProposal(
-            proposal_id=uuid.uuid4().hex, scope_id=self.scope_id, turn_number=turn,
+            # deterministic id: reruns of a job reproduce every proposal exactly
+            proposal_id=f"{self.scope_id}:{turn}:{self.stats.proposals}", scope_id=self.scope_id,
+            turn_number=turn,
             proposed_at=datetime.now(UTC), scorer_model=self.scorer.model_id,
             candidates=[
                 EvictionCandidate(ctx_id=i.ctx_id, zone=i.zone, relevance_score=scores[i.ctx_id],

@@ -44,6 +44,9 @@ def _experiment(config: DictConfig) -> ExperimentConfig | None:
         return None  # the job itself reports the problem with a clear message
 
 
+_UPLOADERS: dict[str, subprocess.Popen] = {}
+
+
 def _write_ablation(sweep_dir: Path, records) -> None:
     """Ablation of the finished jobs against the control, when the sweep has
     more than one variant: ablation.md + plots in the sweep folder (the
@@ -85,7 +88,6 @@ class TrackingCallback(Callback):
         name = experiment_name(cfg) if cfg else "silas"
         command = "python -m silas_exp -m " + " ".join(shlex.quote(o) for o in cli)
         info = SweepInfo(new_sweep_id(), name, swept_keys(cli, params), command=command)
-        self._uploader = None
         if cfg is None or not cfg.tracking.enabled:
             info.write(sweep_dir)
             return
@@ -106,7 +108,8 @@ class TrackingCallback(Callback):
         if cfg.tracking.background and not cfg.resume:
             info.background = True
             info.write(sweep_dir)
-            self._uploader = background.start(sweep_dir)
+            # kept off the callback object: launchers pickle callbacks for their workers
+            _UPLOADERS[str(sweep_dir)] = background.start(sweep_dir)
             return
         store = open_store(cfg)
         store.ensure_store()
@@ -140,7 +143,7 @@ class TrackingCallback(Callback):
         (sweep_dir / "summary.md").write_text(table + "\n")
         _write_ablation(sweep_dir, records)
         cfg = _experiment(config)
-        uploader = getattr(self, "_uploader", None)
+        uploader = _UPLOADERS.pop(str(sweep_dir), None)
         if uploader is not None:
             background.mark_done(sweep_dir, len(failed))
             try:
