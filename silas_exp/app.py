@@ -127,29 +127,22 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def hydra_main(dcfg: DictConfig) -> float:
-    STATE["in_task"] = True
+    STATE["task_started"] = True
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
     try:
-        hc = HydraConfig.get()
-        multirun = hc.mode == RunMode.MULTIRUN
-        try:
-            cfg = validate(OmegaConf.to_container(dcfg, resolve=True))  # type: ignore[arg-type]
-        except SilasExpError as exc:
-            report(exc, "bad input")
-            raise SystemExit(2) from None
-        try:
-            return execute(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), multirun,
-                           hc.job.num if multirun else 0)
-        except (ConfigError, SuiteError) as exc:
-            report(exc, "bad input")
-            raise SystemExit(2) from None
-        except SilasExpError as exc:
-            report(exc, "run failed")
-            raise SystemExit(exc.exit_code) from None
-        except Exception as exc:
-            report(exc, "run failed")
-            raise SystemExit(1) from None
-    finally:
-        STATE["in_task"] = False
+        cfg = validate(OmegaConf.to_container(dcfg, resolve=True))  # type: ignore[arg-type]
+        return execute(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), multirun,
+                       hc.job.num if multirun else 0)
+    except (ConfigError, SuiteError) as exc:
+        report(exc, "bad input")
+        raise SystemExit(2) from None
+    except SilasExpError as exc:
+        report(exc, "run failed")
+        raise SystemExit(exc.exit_code) from None
+    except Exception as exc:
+        report(exc, "run failed")
+        raise SystemExit(1) from None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -165,6 +158,6 @@ def main(argv: list[str] | None = None) -> None:
     except SystemExit as exc:
         # Hydra exits 1 when composing fails (unknown group option, bad override):
         # that is bad input, so 2 — unless a job was running when it happened.
-        if exc.code == 1 and not STATE["in_task"] and not STATE["jobs_failed"]:
+        if exc.code == 1 and not STATE["task_started"] and not STATE["jobs_failed"]:
             raise SystemExit(2) from None
         raise

@@ -20,6 +20,12 @@ class SuiteError(SilasExpError):
     """A suite, case or session file is missing, not JSON, or breaks the schema."""
 
 
+class RunError(SilasExpError):
+    """A job could not complete with the given (valid) config and data; exit 1."""
+
+    exit_code = 1
+
+
 class LLMError(SilasExpError):
     """A model call failed for good (after retries) or answered garbage."""
 

@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-STATE = {"in_task": False, "verbose": False, "jobs_failed": False}
+STATE = {"task_started": False, "verbose": False, "jobs_failed": False}

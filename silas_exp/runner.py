@@ -23,7 +23,7 @@ from silas_exp.config import ExperimentConfig, job_seed
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.context.strategies import StrategyDeps, build_strategy
-from silas_exp.errors import BudgetExceeded, SilasExpError
+from silas_exp.errors import BudgetExceeded, RunError, SilasExpError
 from silas_exp.feedback.calibration import Calibration, calibrate, exclusion_rates
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import FeedbackStore
@@ -217,7 +217,7 @@ def _fit_calibration(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedS
                      out_dir: Path) -> Calibration:
     cases = loaded.calibration_cases
     if not cases:
-        raise SilasExpError(
+        raise RunError(
             f"scorer={cfg.scorer.name} needs calibration feedback but suite {loaded.suite.name!r} "
             "has no cases tagged 'calibration'. Add some (see suites/default) or pick scorer=heuristic."
         )
