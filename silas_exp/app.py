@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from silas_exp.config import ExperimentConfig, validate
 from silas_exp.errors import ConfigError, SilasExpError, SuiteError
 from silas_exp.exitstate import STATE
-from silas_exp.runner import JobOutcome, make_job, run_job
+from silas_exp.runner import JobOutcome, calibration_to_json, make_job, run_job
 from silas_exp.suites.loader import load_suite
 from silas_exp.tracking.jobs import (
     JobTracker,
@@ -59,10 +59,8 @@ def _write_result(out_dir: Path, variant: str, repeat: int, outcome: JobOutcome 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "result.json").write_text(json.dumps(data, indent=1, allow_nan=True))
     if outcome is not None and outcome.calibration is not None:
-        cal = outcome.calibration
-        (out_dir / "calibration.json").write_text(json.dumps({
-            "weights": cal.weights.tolist(), "guidance": cal.guidance,
-            "n_candidates": cal.n_candidates, "exclusion_rates": cal.rates.as_metrics()}, indent=1))
+        (out_dir / "calibration.json").write_text(
+            json.dumps(calibration_to_json(outcome.calibration), indent=1))
 
 
 def _write_skipped(out_dir: Path, store, run) -> None:

@@ -7,13 +7,15 @@ The Hydra entry point and the tracking layer wrap it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 import time
 import traceback
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,7 +26,13 @@ from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.context.strategies import StrategyDeps, build_strategy
 from silas_exp.errors import BudgetExceeded, RunError, SilasExpError
-from silas_exp.feedback.calibration import Calibration, calibrate, exclusion_rates
+from silas_exp.feedback.calibration import (
+    Calibration,
+    ExclusionRates,
+    Rate,
+    calibrate,
+    exclusion_rates,
+)
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMClient, build_client
@@ -209,8 +217,39 @@ def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
         return None
     key = _calibration_key(cfg, loaded, runner.job)
     if key not in _CALIBRATIONS:
-        _CALIBRATIONS[key] = _fit_calibration(cfg, runner, loaded, out_dir)
+        cached = _calibration_cache_path(cfg, key)
+        if cached.is_file():
+            _CALIBRATIONS[key] = _calibration_from_json(json.loads(cached.read_text()))
+        else:
+            _CALIBRATIONS[key] = _fit_calibration(cfg, runner, loaded, out_dir)
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(calibration_to_json(_CALIBRATIONS[key])))
+            tmp.replace(cached)  # atomic: parallel workers may race to write the same file
     return _CALIBRATIONS[key]
+
+
+def _calibration_cache_path(cfg: ExperimentConfig, key: str) -> Path:
+    """Calibrations are deterministic in their key, so they are cached on disk and
+    shared by every worker process and by later runs."""
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return Path(cfg.paths.cache) / "calibration" / f"{digest}.json"
+
+
+def calibration_to_json(cal: Calibration) -> dict:
+    return {"weights": cal.weights.tolist(), "guidance": cal.guidance,
+            "n_candidates": cal.n_candidates, "rates": asdict(cal.rates)}
+
+
+def _calibration_from_json(data: dict) -> Calibration:
+    def rate_map(m: dict) -> dict[str, Rate]:
+        return {k: Rate(**v) for k, v in m.items()}
+
+    r = data["rates"]
+    rates = ExclusionRates(Rate(**r["overall"]), rate_map(r["by_zone"]), rate_map(r["by_age"]),
+                           rate_map(r["by_scope"]))
+    return Calibration(np.asarray(data["weights"]), rates, list(data["guidance"]),
+                       int(data["n_candidates"]))
 
 
 def _fit_calibration(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
