@@ -51,7 +51,7 @@ def main() -> None:
     for name in chosen:
         times = sorted(wall(args, name) for _ in range(ns.runs))
         results[name] = {"best_s": times[0], "runs_s": times}
-        print(f"{name:7s} best {times[0]:6.2f} s  runs {['%.2f' % t for t in times]}")
+        print(f"{name:7s} best {times[0]:6.2f} s  runs {[round(t, 2) for t in times]}")
     for name in chosen[1:]:
         results[f"speedup_{name}"] = results["basic"]["best_s"] / results[name]["best_s"]
         print(f"speed-up {name} vs basic: {results[f'speedup_{name}']:.2f}x (target >= 1.6x for joblib)")
