@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import shlex
 import subprocess
@@ -19,6 +18,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _results import save  # bench/ helper
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCHERS = {
@@ -56,9 +57,7 @@ def main() -> None:
         results[f"speedup_{name}"] = results["basic"]["best_s"] / results[name]["best_s"]
         print(f"speed-up {name} vs basic: {results[f'speedup_{name}']:.2f}x (target >= 1.6x for joblib)")
     results["command"] = "python -m silas_exp " + ns.args
-    out = REPO / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "launchers.json").write_text(json.dumps(results, indent=1))
+    save("launchers", results)
 
 
 if __name__ == "__main__":

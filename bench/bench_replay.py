@@ -11,9 +11,10 @@ Writes bench/results/replay.json.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
+
+from _results import save  # bench/ helper
 
 from silas_exp.context.budget import PROFILES, TokenBudget
 from silas_exp.context.replay import NeedOracle, replay
@@ -63,9 +64,7 @@ def main() -> None:
               "items_per_session": items, "seconds": elapsed, "turns_per_s": rate}
     print(f"{turns} turns over {ns.sessions} sessions ({min(items)}-{max(items)} items): "
           f"{elapsed:.2f} s = {rate:,.0f} turns/s (target >= 5,000)")
-    out = REPO / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "replay.json").write_text(json.dumps(result, indent=1))
+    save("replay", result)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ Writes bench/results/sweep.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import statistics
@@ -20,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _results import save  # bench/ helper
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,9 +53,7 @@ def main() -> None:
     results["tracking_overhead"] = overhead
     results["command"] = "python -m silas_exp " + ns.args
     print(f"tracking overhead: {overhead:+.1%} (target <= 10%); wall target <= 15 s")
-    out = REPO / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sweep.json").write_text(json.dumps(results, indent=1))
+    save("sweep", results)
 
 
 if __name__ == "__main__":

@@ -97,7 +97,8 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     outcome: JobOutcome | None = None
     try:
         with JobTracker(store, cfg, job, sweep, version) as tracker:
-            outcome = run_job(cfg, job, out_dir, loaded=loaded)
+            outcome = run_job(cfg, job, out_dir, loaded=loaded,
+                              spend_ledger=(out_dir.parent if multirun else out_dir) / "llm_spend.sqlite")
             _write_result(out_dir, variant, job.repeat, outcome, None)
             tracker.log_outcome(outcome, out_dir)
     except (ConfigError, SuiteError):
@@ -113,6 +114,13 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
         return math.nan
     value = outcome.metrics.get(cfg.metrics.optimize, math.nan)
     summary = outcome.run.summary
+    if cfg.llm.dry_run:
+        m = outcome.metrics
+        print(f"{label}: dry run: {m.get('llm.calls', 0):.0f} model calls, "
+              f"{m.get('llm.input_tokens', 0):.0f} input + {m.get('llm.output_tokens', 0):.0f} output "
+              f"tokens, estimated ${m.get('llm.cost_usd', 0):.4f} with {cfg.model.name} "
+              "(simulated answers; nothing tracked)", flush=True)
+        return value
     print(f"{label}: {len(outcome.run.results)} cases, pass {summary.pass_rate:.0%}, "
           f"{cfg.metrics.optimize}={value:.3f} ({time.perf_counter() - t0:.1f}s) -> {out_dir}",
           flush=True)

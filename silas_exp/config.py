@@ -102,6 +102,18 @@ class ExperimentConfig(_Strict):
             raise ValueError(f"repeat={self.repeat} but repeats={self.repeats}; repeat must be < repeats")
         return self
 
+    @model_validator(mode="after")
+    def _models_have_prices(self) -> ExperimentConfig:
+        for role in ("scorer_id", "main_id", "judge_id"):
+            model_id = getattr(self.model, role)
+            if model_id not in self.llm.prices:
+                raise ValueError(
+                    f"model.{role}={model_id!r} has no price in llm.prices (known: "
+                    f"{', '.join(sorted(self.llm.prices))}); fix the id or add "
+                    f"llm.prices.{model_id}={{input: ..., output: ..., cache_write: ..., cache_read: ...}} "
+                    "(USD per million tokens)")
+        return self
+
     def variant_hash(self) -> str:
         """Hash of everything that defines the variant (not repeat, seed of the job,
         tracking, paths or cache settings): equal hashes = same treatment."""
@@ -155,6 +167,14 @@ def validate(raw: Mapping[str, Any]) -> ExperimentConfig:
     """Validate a resolved, container-form config (without the ``hydra`` node)."""
     data = {k: v for k, v in raw.items() if k != "hydra"}
     try:
-        return ExperimentConfig.model_validate(data)
+        cfg = ExperimentConfig.model_validate(data)
     except (ValidationError, ConfigError) as exc:
         raise pydantic_error_to_config_error(exc, data=data) from None
+    if cfg.llm.dry_run:
+        # estimate only: simulated answers priced at the configured models' prices,
+        # nothing tracked (model.backend keeps naming what a real run would use)
+        cfg = cfg.model_copy(update={
+            "llm": cfg.llm.model_copy(update={"backend": "simulated"}),
+            "tracking": cfg.tracking.model_copy(update={"enabled": False}),
+        })
+    return cfg

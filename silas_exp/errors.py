@@ -27,7 +27,16 @@ class RunError(SilasExpError):
 
 
 class LLMError(SilasExpError):
-    """A model call failed for good (after retries) or answered garbage."""
+    """A model call failed for good (after retries) or answered garbage.
+
+    ``reason`` is a short category (``rate_limited``, ``overloaded``,
+    ``server_error``, ``timeout``, ``malformed``, ``schema``, ``cache_miss``,
+    ``bad_request``, ``auth``, ...) counted in the run's metrics; ``retries``
+    is how many extra attempts were made before giving up."""
+
+    def __init__(self, message: str, *, reason: str = "error", retries: int = 0) -> None:
+        super().__init__(message)
+        self.reason, self.retries = reason, retries
 
 
 class BudgetExceeded(SilasExpError):

@@ -132,6 +132,9 @@ class _CaseRunner:
             self.errors.append(traceback.format_exc())
         latency = (time.perf_counter() - t0) * 1000.0
         spent = self.llm.accounting.snapshot().delta(before)
+        if self.llm.backend_name != "simulated" or spent.errors:
+            metrics = {**metrics, "llm.calls": float(spent.calls), "llm.errors": float(spent.errors),
+                       "llm.cache_hits": float(spent.cache_hits), "llm.cost_usd": spent.cost_usd}
         return BenchmarkResult(
             case_id=case.case_id, status=status, latency_ms=latency,
             token_cost=int(spent.input_tokens + spent.output_tokens), error=error,
@@ -159,7 +162,9 @@ def summarize(results: list[BenchmarkResult], cases: list[BenchmarkCase]) -> Ben
         if r.status == "error":
             kind = (r.error or "error").split(":")[0]
             failures[f"error:{kind}"] = failures.get(f"error:{kind}", 0) + 1
-        elif r.status == "fail":
+        if r.metrics.get("llm.errors"):
+            failures["llm_error"] = failures.get("llm_error", 0) + int(r.metrics["llm.errors"])
+        if r.status == "fail":
             for key in (by_id[r.case_id].expected.metric_thresholds or {}):
                 failures[f"threshold:{key}"] = failures.get(f"threshold:{key}", 0) + 1
     judged = [r.llm_judge_score for r in results if r.llm_judge_score is not None]
@@ -277,13 +282,19 @@ def _fit_calibration(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedS
 
 def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
             progress: Callable[[int, int, str], None] | None = None,
-            loaded: LoadedSuite | None = None) -> JobOutcome:
+            loaded: LoadedSuite | None = None, spend_ledger: Path | None = None) -> JobOutcome:
+    """``spend_ledger``: the sweep's spend file, so ``llm.max_usd`` caps the
+    whole sweep (default: one ledger in ``out_dir``, i.e. per job)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     loaded = loaded or load_suite(cfg.suite.path)
     started = datetime.now(UTC)
     cases = loaded.eval_cases[: cfg.suite.max_cases]
     store = FeedbackStore(out_dir / "feedback.sqlite")
-    with build_client(cfg.llm, seed=job.seed, cache_dir=cfg.llm.cache_dir) as llm:
+    with build_client(cfg.llm, seed=job.seed, cache_dir=cfg.llm.cache_dir,
+                      ledger_path=spend_ledger or out_dir / "llm_spend.sqlite",
+                      job_key=f"{job.variant}#r{job.repeat}") as llm:
+        if llm.backend_name != "simulated":
+            llm.check_models([cfg.model.scorer_id, cfg.model.main_id, cfg.model.judge_id])
         runner = _CaseRunner(cfg, job, loaded, llm, store)
         calibration = _calibrate(cfg, runner, loaded, out_dir)
         results: list[BenchmarkResult] = []

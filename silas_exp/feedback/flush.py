@@ -104,6 +104,7 @@ class KeepBackBroker:
                            for c in proposal.candidates},
                 "recall": self.s.recall, "false_keep": self.s.false_keep,
             },
+            deadline_s=self.s.timeout_ms / 1000.0,  # eviction_feedback_timeout_ms
         )
         excluded: dict[str, str | None] = {}
         resolved_by = "auto"

@@ -26,13 +26,19 @@ class Totals:
         return Totals(**{f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self)})
 
 
+BATCH_DISCOUNT = 0.5  # Message Batches API: half the standard price
+
+
 def cost_of(price: ModelPrice | None, r: LLMResponse) -> float:
+    """USD this response cost: 0 when answered from the cache (tokens are still
+    counted: they are what the answer takes, whoever paid for it)."""
     if price is None or r.cached:
         return 0.0
     u = r.usage
-    return (u.input_tokens * price.input + u.output_tokens * price.output
-            + u.cache_creation_input_tokens * price.cache_write
-            + u.cache_read_input_tokens * price.cache_read) / 1e6
+    usd = (u.input_tokens * price.input + u.output_tokens * price.output
+           + u.cache_creation_input_tokens * price.cache_write
+           + u.cache_read_input_tokens * price.cache_read) / 1e6
+    return usd * (BATCH_DISCOUNT if r.batch else 1.0)
 
 
 @dataclass
@@ -72,5 +78,7 @@ class Accounting:
     def as_metrics(self) -> dict[str, float]:
         t = self.snapshot()
         out = {f"llm.{f.name}": float(getattr(t, f.name)) for f in fields(t)}
-        out.update({f"llm.calls.{task}": float(n) for task, n in self.by_task.items()})
+        with self._lock:
+            out.update({f"llm.calls.{task}": float(n) for task, n in self.by_task.items()})
+            out.update({f"llm.errors.{why}": float(n) for why, n in self.errors_by_reason.items()})
         return out

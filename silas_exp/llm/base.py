@@ -42,6 +42,9 @@ class LLMRequest:
     output_schema: Mapping[str, Any] | None = None
     cache_system: bool = False
     sim: Mapping[str, Any] | None = field(default=None, compare=False)
+    # overall deadline for the call, retries included (e.g. the scorer's 2 s);
+    # None: llm.timeout_s per attempt. Not part of the fingerprint.
+    deadline_s: float | None = field(default=None, compare=False)
 
     def fingerprint(self) -> str:
         """sha256 over everything that reaches a model (not ``sim``)."""
@@ -73,6 +76,7 @@ class LLMResponse:
     cached: bool = False
     retries: int = 0
     latency_ms: float = 0.0
+    batch: bool = False  # answered through the Message Batches API (half price)
 
 
 @runtime_checkable
@@ -82,3 +86,8 @@ class LLMBackend(Protocol):
     name: str
 
     async def acomplete(self, request: LLMRequest, *, namespace: str) -> LLMResponse: ...
+
+    async def abatch(self, requests: list[LLMRequest], *,
+                     namespace: str) -> list[LLMResponse | Exception]: ...
+
+    async def aclose(self) -> None: ...

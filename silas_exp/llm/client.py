@@ -9,18 +9,24 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from silas_exp.errors import BudgetExceeded, LLMError
 from silas_exp.llm.accounting import Accounting
 from silas_exp.llm.base import LLMBackend, LLMRequest, LLMResponse
+from silas_exp.llm.budget import SpendLedger
+from silas_exp.llm.cache import ResponseCache
 from silas_exp.llm.settings import LLMSettings
 from silas_exp.llm.simulated import SimulatedBackend
 
 
 class LLMClient:
-    def __init__(self, backend: LLMBackend, settings: LLMSettings, accounting: Accounting) -> None:
+    def __init__(self, backend: LLMBackend, settings: LLMSettings, accounting: Accounting,
+                 cache: ResponseCache | None = None, ledger: SpendLedger | None = None,
+                 job_key: str = "") -> None:
         self.backend, self.settings, self.accounting = backend, settings, accounting
+        self.cache, self.ledger, self.job_key = cache, ledger, job_key
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._sem: asyncio.Semaphore | None = None
@@ -43,14 +49,40 @@ class LLMClient:
                 self._thread.start()
             return self._loop
 
+    def _run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop()).result()
+
     def _check_budget(self) -> None:
         cap = self.settings.max_usd
-        spent = self.accounting.snapshot().cost_usd
-        if cap is not None and spent >= cap:
+        if cap is None:
+            return
+        spent = self.ledger.total() if self.ledger is not None else self.accounting.snapshot().cost_usd
+        if spent >= cap:
             raise BudgetExceeded(f"LLM budget reached: spent ${spent:.4f} of llm.max_usd=${cap:.4f}. "
-                                 "Finished work is kept; raise llm.max_usd or resume later.")
+                                 "Finished work is kept; raise llm.max_usd and re-run with resume=true.")
+
+    def _record(self, request: LLMRequest, response: LLMResponse, namespace: str) -> None:
+        before = self.accounting.snapshot().cost_usd
+        self.accounting.record(request.task, response)
+        if self.ledger is not None:
+            self.ledger.add(self.job_key, self.accounting.snapshot().cost_usd - before)
+        if self.cache is not None and not response.cached:
+            self.cache.put(request, namespace, response)
+
+    def _cached(self, request: LLMRequest, namespace: str) -> LLMResponse | None:
+        if self.cache is None:
+            return None
+        try:
+            return self.cache.get(request, namespace)
+        except LLMError as exc:  # replay mode miss
+            self.accounting.record_error(exc.reason)
+            raise
 
     async def acomplete(self, request: LLMRequest, *, namespace: str) -> LLMResponse:
+        hit = self._cached(request, namespace)
+        if hit is not None:
+            self.accounting.record(request.task, hit)
+            return hit
         self._check_budget()
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.settings.max_connections)
@@ -58,29 +90,54 @@ class LLMClient:
             try:
                 response = await self.backend.acomplete(request, namespace=namespace)
             except LLMError as exc:
-                self.accounting.record_error(getattr(exc, "reason", "error"))
+                self.accounting.record_error(exc.reason, exc.retries)
                 raise
-        self.accounting.record(request.task, response)
+        self._record(request, response, namespace)
         return response
+
+    async def _abatch(self, requests: Sequence[LLMRequest], namespace: str) -> list[Any]:
+        out: list[Any] = [None] * len(requests)
+        todo: list[int] = []
+        for i, r in enumerate(requests):
+            hit = self._cached(r, namespace)
+            if hit is not None:
+                self.accounting.record(r.task, hit)
+                out[i] = hit
+            else:
+                todo.append(i)
+        if todo:
+            self._check_budget()
+            answers = await self.backend.abatch([requests[i] for i in todo], namespace=namespace)
+            for i, ans in zip(todo, answers, strict=True):
+                if isinstance(ans, LLMError):
+                    self.accounting.record_error(ans.reason, ans.retries)
+                elif isinstance(ans, LLMResponse):
+                    self._record(requests[i], ans, namespace)
+                out[i] = ans
+        return out
 
     # -- sync facade ---------------------------------------------------------
     def complete(self, request: LLMRequest, *, namespace: str) -> LLMResponse:
         if isinstance(self.backend, SimulatedBackend) and not self.backend.latency_ms:
             self._check_budget()
             response = self.backend.answer(request, namespace)
-            self.accounting.record(request.task, response)
+            self._record(request, response, namespace)
             return response
-        fut = asyncio.run_coroutine_threadsafe(self.acomplete(request, namespace=namespace),
-                                               self._ensure_loop())
-        return fut.result()
+        return self._run(self.acomplete(request, namespace=namespace))
 
     def complete_many(self, requests: Sequence[LLMRequest], *,
                       namespace: str) -> list[LLMResponse | LLMError]:
-        async def gather() -> list[Any]:
-            return await asyncio.gather(
-                *(self.acomplete(r, namespace=namespace) for r in requests), return_exceptions=True)
+        """Many independent requests, concurrently (``llm.max_connections``), or
+        as one Message Batch when ``llm.batch`` is on. A failed request is an
+        LLMError in its slot; a reached budget raises."""
+        if self.settings.batch:
+            results = self._run(self._abatch(requests, namespace))
+        else:
+            async def gather() -> list[Any]:
+                return await asyncio.gather(
+                    *(self.acomplete(r, namespace=namespace) for r in requests), return_exceptions=True)
 
-        results = asyncio.run_coroutine_threadsafe(gather(), self._ensure_loop()).result()
+            results = self._run(gather())
         for r in results:
             if isinstance(r, BudgetExceeded):
                 raise r
@@ -88,12 +145,27 @@ class LLMClient:
                 raise r
         return results
 
+    def check_models(self, model_ids: Sequence[str]) -> None:
+        check = getattr(self.backend, "check_models", None)
+        if check is not None:
+            self._run(check(model_ids))
+
     def close(self) -> None:
         if self._loop is not None:
+            aclose = getattr(self.backend, "aclose", None)
+            if aclose is not None:
+                try:
+                    self._run(aclose())
+                except Exception:  # closing must not mask the job's own outcome
+                    pass
             self._loop.call_soon_threadsafe(self._loop.stop)
             if self._thread is not None:
                 self._thread.join(timeout=5)
             self._loop = None
+        if self.cache is not None:
+            self.cache.close()
+        if self.ledger is not None:
+            self.ledger.close()
 
     def __enter__(self) -> LLMClient:
         return self
@@ -102,12 +174,20 @@ class LLMClient:
         self.close()
 
 
-def build_client(settings: LLMSettings, *, seed: int, cache_dir: str | None) -> LLMClient:
+def build_client(settings: LLMSettings, *, seed: int, cache_dir: str | None,
+                 ledger_path: Path | None = None, job_key: str = "") -> LLMClient:
+    """One client per job. The response cache serves real backends only (the
+    simulated one is deterministic and free: a lookup would cost more than the
+    answer); the spend ledger exists only when ``llm.max_usd`` is set."""
     accounting = Accounting(dict(settings.prices))
+    cache = None
     if settings.backend == "simulated":
         backend: LLMBackend = SimulatedBackend(seed, settings.simulated_latency_ms)
     else:
         from silas_exp.llm.anthropic_backend import AnthropicBackend
 
         backend = AnthropicBackend(settings)
-    return LLMClient(backend, settings, accounting)
+        if settings.cache_mode != "off" and cache_dir:
+            cache = ResponseCache(Path(cache_dir) / "responses.sqlite", settings.cache_mode)
+    ledger = SpendLedger(ledger_path) if settings.max_usd is not None and ledger_path else None
+    return LLMClient(backend, settings, accounting, cache, ledger, job_key)

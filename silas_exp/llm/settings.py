@@ -34,10 +34,14 @@ class LLMSettings(BaseModel):
     timeout_s: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
     max_retry_wait_s: float = Field(default=20.0, ge=0)
+    max_schema_retries: int = Field(default=1, ge=0)  # answers that break the schema
     cache_mode: Literal["read_write", "replay", "off"] = "read_write"
     cache_dir: str | None = None
     base_url: str | None = None
     batch: bool = False
+    batch_poll_s: float = Field(default=10.0, gt=0)
+    batch_max_wait_s: float = Field(default=86400.0, gt=0)
+    dry_run: bool = False
     max_usd: float | None = Field(default=None, ge=0)
     simulated_latency_ms: float = Field(default=0.0, ge=0)
     prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))

@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -53,6 +54,8 @@ class SimulatedBackend:
         data = responder_for(request.task)(request, self.rng_for(request, namespace))
         text = json.dumps(data, sort_keys=True)
         prompt = (request.system or "") + "".join(m.content for m in request.messages)
+        if request.output_schema is not None:  # a real call sends the schema as a tool
+            prompt += json.dumps(request.output_schema)
         usage = Usage(input_tokens=_tokens(prompt), output_tokens=_tokens(text))
         return LLMResponse(text=text, data=data, usage=usage, model=request.model,
                            backend=self.name, latency_ms=self.latency_ms)
@@ -61,3 +64,10 @@ class SimulatedBackend:
         if self.latency_ms:
             await asyncio.sleep(self.latency_ms / 1000.0)
         return self.answer(request, namespace)
+
+    async def abatch(self, requests: list[LLMRequest], *,
+                     namespace: str) -> list[LLMResponse | Exception]:
+        return [replace(self.answer(r, namespace), batch=True) for r in requests]
+
+    async def aclose(self) -> None:
+        return None

@@ -109,6 +109,7 @@ class PromptScorer:
             task="scorer", model=self.model_id, system=template.system, cache_system=True,
             messages=(Message("user", render_prompt(template, items, turn, self.guidance)),),
             max_tokens=self.settings.max_tokens, temperature=0.0, output_schema=SCORES_SCHEMA,
+            deadline_s=self.settings.timeout_ms / 1000.0,
         )
         try:
             response = self.ctx.llm.complete(request, namespace=self.ctx.namespace)

@@ -72,6 +72,16 @@ def _write_ablation(sweep_dir: Path, records) -> None:
         print(f"(no ablation report: {exc})")
 
 
+def dry_run_total(records, model_name: str) -> str:
+    calls = sum(r.metrics.get("llm.calls", 0.0) for r in records)
+    tokens = sum(r.metrics.get("llm.input_tokens", 0.0) + r.metrics.get("llm.output_tokens", 0.0)
+                 for r in records)
+    usd = sum(r.metrics.get("llm.cost_usd", 0.0) for r in records)
+    return (f"\nDry run ({len(records)} jobs, model={model_name}): {calls:.0f} model calls, "
+            f"{tokens:.0f} tokens, estimated ${usd:.2f}. Estimated from simulated answers: real "
+            "answer lengths differ; cached answers would cost nothing.")
+
+
 class TrackingCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         cfg = _experiment(config)
@@ -141,8 +151,10 @@ class TrackingCallback(Callback):
             for line in failed:
                 print("  -", line)
         (sweep_dir / "summary.md").write_text(table + "\n")
-        _write_ablation(sweep_dir, records)
         cfg = _experiment(config)
+        if cfg is not None and cfg.llm.dry_run:
+            print(dry_run_total(records, cfg.model.name))
+        _write_ablation(sweep_dir, records)
         uploader = _UPLOADERS.pop(str(sweep_dir), None)
         if uploader is not None:
             background.mark_done(sweep_dir, len(failed))
