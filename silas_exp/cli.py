@@ -72,6 +72,18 @@ def cmd_upload(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from silas_exp.probes.importer import import_transcript, write_session
+
+    imported = import_transcript(Path(args.transcript), session_id=args.session_id,
+                                 profile=args.profile)
+    out = write_session(imported, Path(args.output))
+    scrubbed = ", ".join(f"{k}={v}" for k, v in sorted(imported.pii_counts.items())) or "nothing"
+    print(f"wrote {out}: {len(imported.session.items)} items over {imported.session.turns} turns; "
+          f"scrubbed {scrubbed}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="silas-exp", description="silas_exp management commands (analysis, gates, uploads).",
@@ -89,6 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("sweep_dir")
     p.add_argument("--tracking-uri", help=f"default: the sweep's own (e.g. {DEFAULT_URI})")
     p.set_defaults(func=cmd_upload)
+
+    p = sub.add_parser("import-transcript",
+                       help="chat-message JSONL -> PII-scrubbed session file (organic probe sessions)")
+    p.add_argument("transcript")
+    p.add_argument("--output", required=True, help="session JSON to write")
+    p.add_argument("--session-id")
+    p.add_argument("--profile", default="coding", choices=["conversation", "coding", "research", "support"])
+    p.set_defaults(func=cmd_import)
 
     from silas_exp.analysis.commands import register  # analysis subcommands
 

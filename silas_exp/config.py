@@ -15,6 +15,7 @@ from silas_exp.context.budget import TokenBudget
 from silas_exp.context.strategies import StrategySettings, validate_strategy_settings
 from silas_exp.errors import ConfigError
 from silas_exp.llm.settings import LLMSettings
+from silas_exp.probes.judge import JudgeSettings
 from silas_exp.scorers.base import ScorerSettings, validate_scorer_settings
 from silas_exp.scorers.prompt import PromptSettings
 
@@ -79,7 +80,7 @@ class ExperimentConfig(_Strict):
     eviction: SerializeAsAny[StrategySettings]
     model: ModelConfig
     prompt: PromptSettings
-    judge: dict[str, Any] = Field(default_factory=dict)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
     llm: LLMSettings
     budget: TokenBudget = Field(default_factory=TokenBudget)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)

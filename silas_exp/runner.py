@@ -38,6 +38,9 @@ from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMClient, build_client
 from silas_exp.metrics.context import case_metrics
 from silas_exp.metrics.names import higher_is_better
+from silas_exp.probes.judge import Judge
+from silas_exp.probes.pipeline import run_probe_case
+from silas_exp.probes.report import PROBE_TABLE, run_probe_metrics
 from silas_exp.schema.benchmark import (
     BenchmarkCase,
     BenchmarkResult,
@@ -46,7 +49,7 @@ from silas_exp.schema.benchmark import (
 )
 from silas_exp.scorers import ScorerContext, build_scorer, scorer_kinds
 from silas_exp.scorers.heuristic import HeuristicSettings
-from silas_exp.suites.loader import LoadedSuite, load_suite, session_case
+from silas_exp.suites.loader import LoadedSuite, load_suite, probe_plan, session_case
 
 MAX_EVICTED_LOGGED = 2000  # eviction order kept per case (for shadow diffs)
 
@@ -91,6 +94,7 @@ class _CaseRunner:
                  store: FeedbackStore) -> None:
         self.cfg, self.job, self.loaded, self.llm, self.store = cfg, job, loaded, llm, store
         self.errors: list[str] = []
+        self.probe_rows: list[dict] = []
 
     def replay_case(self, case: BenchmarkCase, scorer_settings, calibration) -> tuple[ReplayStats, NeedOracle]:
         cfg = self.cfg
@@ -114,14 +118,47 @@ class _CaseRunner:
         replay(sc.session, sc.truth, strategy.step, sc.budget, stats)
         return stats, oracle
 
+    def probe_case(self, case: BenchmarkCase, calibration: Calibration | None) -> dict[str, float]:
+        """A compression-probe case (``expected.mode == "llm_judge"``)."""
+        cfg = self.cfg
+        sc = session_case(self.loaded, case, cfg.budget)
+        plan = probe_plan(self.loaded, case)
+        namespace = f"{self.job.namespace}/{case.case_id}"
+        scorer = build_scorer(cfg.scorer, ScorerContext(
+            seed=self.job.seed, namespace=namespace, scorer_model=cfg.model.scorer_id, llm=self.llm,
+            calibration=calibration, prompt=cfg.prompt, oracle=lambda cid, t: 0.0,
+        ))
+        broker = KeepBackBroker(_main_settings(cfg), self.llm, self.store, namespace, self.job.seed,
+                                lambda cid, turn, horizon: 0)
+        strategy = build_strategy(cfg.eviction, StrategyDeps(
+            budget=sc.budget, shares=sc.shares, stats=ReplayStats(), scope_id=sc.session.scope_id,
+            scorer=scorer, broker=broker, llm=self.llm, namespace=namespace,
+            model_id=cfg.model.main_id,
+        ))
+        judge = Judge(cfg.judge, self.llm, cfg.model.judge_id, namespace=f"{namespace}/judge")
+        result = run_probe_case(sc.session, plan, strategy, self.llm, judge, namespace=namespace,
+                                main_model=cfg.model.main_id,
+                                max_subscription_tokens=sc.budget.max_subscription_tokens)
+        self.probe_rows.extend({"case_id": case.case_id, **row} for row in result.rows)
+        return result.metrics
+
     def run_case(self, case: BenchmarkCase, calibration: Calibration | None) -> BenchmarkResult:
         before = self.llm.accounting.snapshot()
         t0 = time.perf_counter()
+        judge_score = None
         try:
-            stats, oracle = self.replay_case(case, self.cfg.scorer, calibration)
-            metrics = case_metrics(stats, oracle, self.cfg.metrics.horizon)
-            status, error = _judge_thresholds(case, metrics), None
-            output = json.dumps({"evicted": [cid for _, cid in stats.evictions][:MAX_EVICTED_LOGGED]})
+            if case.expected.mode == "llm_judge":
+                metrics = self.probe_case(case, calibration)
+                overall = metrics.get("probe.overall")
+                judge_score = None if overall is None else overall / 5.0
+                status, error, output = _judge_thresholds(case, metrics), None, None
+                if overall is None:
+                    status, error = "error", "judge: no probe of this case could be graded"
+            else:
+                stats, oracle = self.replay_case(case, self.cfg.scorer, calibration)
+                metrics = case_metrics(stats, oracle, self.cfg.metrics.horizon)
+                status, error = _judge_thresholds(case, metrics), None
+                output = json.dumps({"evicted": [cid for _, cid in stats.evictions][:MAX_EVICTED_LOGGED]})
         except BudgetExceeded:
             raise
         except (SilasExpError, Exception) as exc:  # a failed case counts, never vanishes
@@ -138,7 +175,7 @@ class _CaseRunner:
         return BenchmarkResult(
             case_id=case.case_id, status=status, latency_ms=latency,
             token_cost=int(spent.input_tokens + spent.output_tokens), error=error,
-            retries=int(spent.retries), metrics=metrics,
+            retries=int(spent.retries), metrics=metrics, llm_judge_score=judge_score,
             actual_output=output,
         )
 
@@ -306,6 +343,9 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
     summary = summarize(results, cases)
     metrics = run_metrics(results, summary)
     metrics.update(llm_metrics)
+    if runner.probe_rows:
+        (out_dir / PROBE_TABLE).write_text(json.dumps(runner.probe_rows, indent=1))
+        metrics.update(run_probe_metrics(runner.probe_rows, cfg.judge))
     data = store.dataset()
     if len(data):
         metrics.update(exclusion_rates(data).as_metrics())

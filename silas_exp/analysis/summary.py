@@ -21,6 +21,7 @@ HEADLINE = (
     "ir.ndcg_at_10",
     "feedback.exclusion_auc",
     "context.tokens_per_served_need",
+    "probe.overall",
     "summary.pass_rate",
     "llm.cost_usd",
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from silas_exp.context import compression  # noqa: F401  (registers compression strategies)
 from silas_exp.context.strategies import StrategyDeps, register_strategy
 from silas_exp.context.two_tier import TwoTierEviction, TwoTierSettings
 

@@ -34,6 +34,7 @@ class LiveItem:
     masked: bool = False
     active: bool = True
     facts: tuple[str, ...] = field(default=())
+    text: str = field(default="", repr=False)  # full text (probes show it to the main model)
 
     @classmethod
     def from_session(cls, item: SessionItem, max_subscription_tokens: int) -> LiveItem:
@@ -46,7 +47,7 @@ class LiveItem:
             group=item.group, tool_name=item.tool_name, status=item.status,
             relevance=item.relevance, completed_turn=item.completed_turn,
             refreshed_turns=tuple(item.refreshed_turns), snippet=item.text[:160],
-            facts=tuple(item.facts),
+            facts=tuple(item.facts), text=item.text,
         )
 
     def age(self, turn: int) -> int:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from silas_exp.context.budget import PROFILES, TokenBudget, ZoneShares
 from silas_exp.errors import SuiteError
+from silas_exp.probes.schema import ProbePlan
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkSuite
 from silas_exp.schema.session import Session, SessionTruth
 
@@ -150,3 +151,19 @@ def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBud
         err = exc.errors()[0]
         raise SuiteError(f"{where}: config_overrides: {err['msg']}. Fix the case's config_overrides.") from None
     return SessionCase(case, session, truth, budget, shares)
+
+
+def probe_plan(loaded: LoadedSuite, case: BenchmarkCase) -> ProbePlan:
+    """The compression events and probes of an ``llm_judge`` case."""
+    where = f"{loaded.files[case.case_id]}: case {case.case_id!r}"
+    value = case.expected.value if isinstance(case.expected.value, dict) else {}
+    if "probe_plan" not in value:
+        raise SuiteError(f"{where}: expected.mode is 'llm_judge' but expected.value has no "
+                         "'probe_plan' (compressions + probes); see probes/default for the format.")
+    try:
+        return ProbePlan.model_validate(value["probe_plan"])
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise SuiteError(f"{where}: expected.value.probe_plan.{field}: {err['msg']} "
+                         f"(got {err.get('input')!r}). Fix the probe plan.") from None

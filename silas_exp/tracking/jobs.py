@@ -17,7 +17,8 @@ from silas_exp.tracking.payload import flatten, git_revision, package_versions
 if TYPE_CHECKING:
     from silas_exp.config import ExperimentConfig
     from silas_exp.runner import JobOutcome, JobSpec
-    from silas_exp.tracking.store import MlflowStore
+from silas_exp.probes.report import PROBE_TABLE, probe_table
+from silas_exp.tracking.store import MlflowStore
 
 SWEEP_FILE = "sweep.json"
 
@@ -120,6 +121,9 @@ def run_tags(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None) -> di
         "silas.git_revision": git_revision(cfg.paths.root),
         "llm.backend": cfg.model.backend,
         "llm.simulated": str(cfg.model.backend == "simulated").lower(),
+        "silas.eviction": cfg.eviction.name,
+        "judge.kind": cfg.judge.kind,
+        "judge.version": cfg.judge.version,
         "mlflow.source.name": "silas_exp",
     }
     tags.update({f"version.{k}": v for k, v in package_versions().items()})
@@ -203,9 +207,14 @@ def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict
     """Log a finished job's metrics, per-case table and artifacts from its folder."""
     pass_rate = metrics.get("summary.pass_rate")
     tags = {"silas.pass_rate": f"{pass_rate:.3f}"} if pass_rate is not None else {}
+    if "judge.low_agreement" in metrics:
+        tags["judge.low_agreement"] = str(bool(metrics["judge.low_agreement"])).lower()
     store.log(run_id, metrics=metrics, tags=tags)
     if log_case_table and results:
         store.log_table(run_id, case_table(results), "cases.json")
+    probes = out_dir / PROBE_TABLE
+    if probes.is_file():
+        store.log_table(run_id, probe_table(json.loads(probes.read_text())), PROBE_TABLE)
     hydra_dir = out_dir / ".hydra"
     if hydra_dir.is_dir():
         store.log_artifacts(run_id, hydra_dir, "hydra")

@@ -111,6 +111,7 @@ class FakeMessagesServer:
         self.fault_fn: Callable[[int, dict], Fault | None] | None = None
         self.counts: Counter[str] = Counter()
         self.message_requests = 0
+        self.bodies: list[dict] = []  # every /v1/messages request body, in order
         self.max_in_flight = 0
         self._in_flight = 0
         self._lock = threading.Lock()
@@ -148,6 +149,7 @@ class FakeMessagesServer:
     def next_fault(self, body: dict) -> Fault | None:
         with self._lock:
             self.message_requests += 1
+            self.bodies.append(body)
             n = self.message_requests
             if self.faults:
                 return self.faults.popleft()

@@ -1,0 +1,1 @@
+"""Compression probes: probe sets, compression events, answers and the judge."""

@@ -1,0 +1,188 @@
+"""Grading probe answers: the offline judge (embedded default) and a model judge.
+
+The judge is blinded: its input is the question, the answer, the expected
+facts and the criteria — never the strategy that produced the answer.
+
+Offline judge (deterministic, from ground truth; docs/probes.md): the answer's
+``- kind: value | detail`` lines are matched with the expected facts (kind and
+value equal after folding case and spaces). With ``cov`` = share of expected
+facts stated, ``depth`` = the same with half credit when a fact's detail is
+missing, ``prec`` = share of stated facts that are expected, each criterion
+is ``round(5 × x)`` of: accuracy_factual prec (0 if nothing stated);
+accuracy_technical and artifact_key_details cov over errors/commands/versions;
+context_conversation_state, completeness_coverage, continuity_work_state cov;
+context_artifact_state cov over files; artifact_files_created cov over created
+files; artifact_files_modified depth over modified files; completeness_depth
+depth; continuity_todo_state cov over todos; continuity_reasoning depth over
+decisions and alternatives; instruction_format share of lines in the format;
+instruction_constraints 5 − 2 × invented facts (≥ 0). A criterion whose fact
+kinds the probe does not expect falls back to cov.
+
+Model judge (``judge.kind=llm``): the rubric is a cached system prompt, the
+answer is structured output; a malformed or incomplete grading is retried
+once, then recorded as an error — never as a 0. With the simulated backend the
+"model" is the offline judge plus ordinal noise (documented), so judge
+repeats show variance.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import fmean, pvariance
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from silas_exp.errors import ConfigError, LLMError
+from silas_exp.llm.base import LLMRequest, Message
+from silas_exp.llm.simulated import register_responder
+from silas_exp.probes.facts import FILES, TECHNICAL, Fact, parse_answer
+from silas_exp.probes.rubric import CRITERIA, VERSION, rubric_text
+from silas_exp.probes.schema import ProbeSpec
+
+JUDGE_SCHEMA = {
+    "type": "object",
+    "properties": {"criteria": {"type": "array", "items": {
+        "type": "object",
+        "properties": {"criterion_id": {"type": "string"},
+                       "score": {"type": "integer", "minimum": 0, "maximum": 5},
+                       "reasoning": {"type": "string"}},
+        "required": ["criterion_id", "score", "reasoning"], "additionalProperties": False}}},
+    "required": ["criteria"], "additionalProperties": False,
+}
+SIM_NOISE = 0.3  # simulated model judge: P(score moves by ±1)
+
+
+class JudgeSettings(BaseModel):
+    """Config group ``judge``."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = "offline"
+    kind: Literal["offline", "llm"] = "offline"
+    repeats: int = Field(default=1, ge=1)
+    human_labels: str | None = None  # JSON: [{"probe_id", "criterion_id", "score"}]
+    kappa_floor: float = Field(default=0.4, ge=-1.0, le=1.0)
+    version: str = VERSION
+
+
+@dataclass
+class Grade:
+    scores: dict[str, float]                       # mean over judge repeats
+    reasoning: dict[str, str]
+    variance: dict[str, float] = field(default_factory=dict)  # across judge repeats
+
+
+def _match(expected: list[Fact], stated: list[Fact]) -> tuple[set[int], set[int], int]:
+    """(indices matched, indices matched with detail, stated facts not expected)."""
+    keys = {e.key(): i for i, e in enumerate(expected)}
+    matched, full, invented = set(), set(), 0
+    for s in stated:
+        i = keys.get(s.key())
+        if i is None:
+            invented += 1
+            continue
+        matched.add(i)
+        e = expected[i]
+        if not e.detail or " ".join(e.detail.lower().split()) in " ".join(s.detail.lower().split()):
+            full.add(i)
+    return matched, full, invented
+
+
+def offline_grade(probe: ProbeSpec, answer: str) -> Grade:
+    expected = [Fact.parse(raw) for raw in probe.expected]
+    stated, ok_lines, lines = parse_answer(answer)
+    matched, full, invented = _match(expected, stated)
+
+    def cov(kinds: tuple[str, ...] | None = None, depth: bool = False) -> float:
+        idx = [i for i, e in enumerate(expected) if kinds is None or e.kind in kinds]
+        if not idx:
+            idx = list(range(len(expected)))
+        hit = sum(i in matched for i in idx)
+        if depth:
+            hit = (hit + sum(i in full for i in idx)) / 2
+        return hit / len(idx)
+
+    prec = (len(stated) - invented) / len(stated) if stated else 0.0
+    raw = {
+        "accuracy_factual": prec, "accuracy_technical": cov(TECHNICAL),
+        "artifact_key_details": cov(TECHNICAL), "context_conversation_state": cov(),
+        "completeness_coverage": cov(), "continuity_work_state": cov(),
+        "context_artifact_state": cov(FILES), "artifact_files_created": cov(("created",)),
+        "artifact_files_modified": cov(("modified",), depth=True), "completeness_depth": cov(depth=True),
+        "continuity_todo_state": cov(("todo",)),
+        "continuity_reasoning": cov(("decision", "alternative"), depth=True),
+        "instruction_format": ok_lines / lines if lines else 0.0,
+        "instruction_constraints": max(0.0, 5 - 2 * invented) / 5,
+    }
+    scores = {c: float(round(5 * raw[c])) for c in probe.criteria}
+    why = (f"{len(matched)} of {len(expected)} expected facts stated ({len(full)} with detail); "
+           f"{invented} not supported by the session")
+    return Grade(scores, {c: why for c in probe.criteria})
+
+
+def judge_request(probe: ProbeSpec, answer: str, model_id: str) -> LLMRequest:
+    payload = {"probe_question": probe.question, "model_response": answer,
+               "ground_truth": list(probe.expected), "rubric_criteria": list(probe.criteria)}
+    return LLMRequest(task="judge", model=model_id, system=rubric_text(), cache_system=True,
+                      messages=(Message("user", json.dumps(payload, indent=1)),), max_tokens=2048,
+                      temperature=0.0, output_schema=JUDGE_SCHEMA)
+
+
+@register_responder("judge")
+def simulated_judge(request: LLMRequest, rng: np.random.Generator) -> dict:
+    payload = json.loads(request.messages[-1].content)
+    probe = ProbeSpec(probe_id="judged", type="recall", cut=0, question=payload["probe_question"],
+                      expected=payload["ground_truth"], criteria=payload["rubric_criteria"])
+    grade = offline_grade(probe, payload["model_response"])
+    out = []
+    for cid, score in grade.scores.items():
+        if rng.random() < SIM_NOISE:
+            score = float(np.clip(score + rng.choice([-1, 1]), 0, 5))
+        out.append({"criterion_id": cid, "score": int(score), "reasoning": grade.reasoning[cid]})
+    return {"criteria": out}
+
+
+class Judge:
+    def __init__(self, settings: JudgeSettings, llm, model_id: str, namespace: str) -> None:
+        self.s, self.llm, self.model_id, self.namespace = settings, llm, model_id, namespace
+
+    def _llm_once(self, probe: ProbeSpec, answer: str, ns: str) -> Grade:
+        request = judge_request(probe, answer, self.model_id)
+        for attempt in range(2):  # a malformed grading is retried once
+            response = self.llm.complete(request, namespace=f"{ns}/a{attempt}")
+            got = {c["criterion_id"]: c for c in (response.data or {}).get("criteria", [])}
+            missing = [c for c in probe.criteria if c not in got]
+            if not missing:
+                return Grade({c: float(got[c]["score"]) for c in probe.criteria},
+                             {c: str(got[c]["reasoning"]) for c in probe.criteria})
+        raise LLMError(f"judge answer for probe {probe.probe_id} lacks criteria {missing} after a "
+                       "retry", reason="judge_incomplete")
+
+    def grade(self, probe: ProbeSpec, answer: str) -> Grade:
+        if self.s.kind == "offline":
+            return offline_grade(probe, answer)
+        grades = [self._llm_once(probe, answer, f"{self.namespace}/{probe.probe_id}/j{k}")
+                  for k in range(self.s.repeats)]
+        scores = {c: fmean(g.scores[c] for g in grades) for c in probe.criteria}
+        variance = {c: pvariance([g.scores[c] for g in grades]) for c in probe.criteria}
+        return Grade(scores, grades[0].reasoning, variance)
+
+
+def load_human_labels(path: str | Path) -> dict[tuple[str, str], float]:
+    p = Path(path)
+    try:
+        rows = json.loads(p.read_text())
+        labels = {(r["probe_id"], r["criterion_id"]): float(r["score"]) for r in rows}
+    except FileNotFoundError:
+        raise ConfigError(f"judge.human_labels={str(p)!r}: file not found; give the path of a JSON "
+                          "list of {probe_id, criterion_id, score} or set judge.human_labels=null") from None
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{p}: human labels must be a JSON list of objects with probe_id, "
+                          f"criterion_id and score (0-5): {exc}") from None
+    unknown = {c for _, c in labels if c not in CRITERIA}
+    if unknown:
+        raise ConfigError(f"{p}: unknown criterion ids {sorted(unknown)}")
+    return labels
