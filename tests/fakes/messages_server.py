@@ -25,8 +25,10 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import random
 import re
+import secrets
 import threading
 import time
 from collections import Counter, deque
@@ -36,7 +38,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 KNOWN_MODELS = ("claude-haiku-4-5", "claude-sonnet-4-5", "claude-sonnet-4-6", "claude-opus-4-5")
-API_KEY = "sk-ant-test-0123456789abcdef-SECRET"
+# A throwaway key made per test session and kept in the environment, so servers
+# started in spawned processes accept the same one; no key lives in the repository.
+API_KEY = os.environ.setdefault("SILAS_FAKE_API_KEY", f"fake-key-{secrets.token_hex(16)}")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import pytest
 
 from silas_exp.errors import BudgetExceeded, ConfigError, LLMError
 from silas_exp.llm import LLMSettings, build_client
-from tests.fakes.messages_server import Fault
+from tests.fakes.messages_server import API_KEY, Fault
 from tests.llm.conftest import scorer_request
 
 
@@ -161,7 +161,7 @@ def test_model_ids_and_key_are_checked_with_clear_errors(server, make_client, mo
     client.check_models(["claude-haiku-4-5"])
     with pytest.raises(ConfigError, match="claude-haiku-9"):
         client.check_models(["claude-haiku-9"])
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-wrong")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "not-the-server-key")
     with pytest.raises(ConfigError, match="rejected ANTHROPIC_API_KEY"):
         make_client().check_models(["claude-sonnet-4-5"])
     monkeypatch.delenv("ANTHROPIC_API_KEY")
@@ -171,4 +171,4 @@ def test_model_ids_and_key_are_checked_with_clear_errors(server, make_client, mo
 
 def test_api_key_never_in_repr(server, make_client):
     client = make_client()
-    assert "SECRET" not in repr(client) + repr(client.backend) + repr(client.settings)
+    assert API_KEY not in repr(client) + repr(client.backend) + repr(client.settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,10 @@ from silas_exp.probes.pii import scrub, scrub_obj
 from silas_exp.schema.eviction import ContextZone
 from silas_exp.schema.session import Session
 
-# Fake credentials shaped like the real ones; none of them is valid anywhere.
-ANTHROPIC = "sk-ant-api03-abcdefghijklmnopqrst"
-OPENAI = "sk-proj-abcdefghijklmnopqrstuvwx"
+# Fake credentials shaped like the real ones, made at run time (no key-shaped
+# literal is committed); none of them is valid anywhere.
+ANTHROPIC = "sk-ant-api03-" + secrets.token_hex(10)
+OPENAI = "sk-proj-" + secrets.token_hex(12)
 GITHUB = "ghp_0123456789abcdefghij0123456789abcdef"
 GITHUB_PAT = "github_pat_11ABCDEFG0123456789_abcdefghijkl"
 AWS = "AKIAABCDEFGHIJKLMNOP"
@@ -40,7 +42,7 @@ SECRETS = [ANTHROPIC, OPENAI, GITHUB, GITHUB_PAT, AWS, SLACK, JWT, BEARER, PASSW
     (f"mail {EMAIL} now", "mail <EMAIL> now", "email"),
     (f"key {ANTHROPIC}", "key <SECRET>", "secret"),
     (f"key {OPENAI}", "key <SECRET>", "secret"),
-    ("key sk-abcdefghijklmnop1234", "key <SECRET>", "secret"),
+    (f"key sk-{secrets.token_hex(10)}", "key <SECRET>", "secret"),
     (f"gh {GITHUB}", "gh <SECRET>", "secret"),
     ("gh gho_abcdefghijklmnopqrstuvwx", "gh <SECRET>", "secret"),
     (f"gh {GITHUB_PAT}", "gh <SECRET>", "secret"),
