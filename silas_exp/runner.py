@@ -25,7 +25,7 @@ from silas_exp.config import ExperimentConfig, job_seed
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.context.strategies import StrategyDeps, build_strategy
-from silas_exp.errors import BudgetExceeded, RunError, SilasExpError
+from silas_exp.errors import BudgetExceeded, RunError, SilasExpError, SuiteError
 from silas_exp.feedback.calibration import (
     Calibration,
     ExclusionRates,
@@ -96,12 +96,10 @@ class _CaseRunner:
         self.errors: list[str] = []
         self.probe_rows: list[dict] = []
 
-    def replay_case(self, case: BenchmarkCase, scorer_settings, calibration) -> tuple[ReplayStats, NeedOracle]:
-        cfg = self.cfg
-        sc = session_case(self.loaded, case, cfg.budget)
-        oracle = NeedOracle(sc.truth)
-        namespace = f"{self.job.namespace}/{case.case_id}"
-        horizon = cfg.metrics.horizon
+    def _strategy(self, sc, namespace: str, scorer_settings, calibration, oracle: NeedOracle,
+                  stats: ReplayStats):
+        """The eviction strategy of the config, wired to this case's scorer and keep-back broker."""
+        cfg, horizon = self.cfg, self.cfg.metrics.horizon
         scorer = build_scorer(scorer_settings, ScorerContext(
             seed=self.job.seed, namespace=namespace, scorer_model=cfg.model.scorer_id, llm=self.llm,
             calibration=calibration, prompt=cfg.prompt,
@@ -109,12 +107,17 @@ class _CaseRunner:
         ))
         broker = KeepBackBroker(_main_settings(cfg), self.llm, self.store, namespace, self.job.seed,
                                 oracle.max_grade_within)
-        stats = ReplayStats()
-        strategy = build_strategy(cfg.eviction, StrategyDeps(
+        return build_strategy(cfg.eviction, StrategyDeps(
             budget=sc.budget, shares=sc.shares, stats=stats, scope_id=sc.session.scope_id,
             scorer=scorer, broker=broker, llm=self.llm, namespace=namespace,
             model_id=cfg.model.main_id,
         ))
+
+    def replay_case(self, case: BenchmarkCase, scorer_settings, calibration) -> tuple[ReplayStats, NeedOracle]:
+        sc = session_case(self.loaded, case, self.cfg.budget)
+        oracle, stats = NeedOracle(sc.truth), ReplayStats()
+        strategy = self._strategy(sc, f"{self.job.namespace}/{case.case_id}", scorer_settings,
+                                  calibration, oracle, stats)
         replay(sc.session, sc.truth, strategy.step, sc.budget, stats)
         return stats, oracle
 
@@ -124,17 +127,8 @@ class _CaseRunner:
         sc = session_case(self.loaded, case, cfg.budget)
         plan = probe_plan(self.loaded, case)
         namespace = f"{self.job.namespace}/{case.case_id}"
-        scorer = build_scorer(cfg.scorer, ScorerContext(
-            seed=self.job.seed, namespace=namespace, scorer_model=cfg.model.scorer_id, llm=self.llm,
-            calibration=calibration, prompt=cfg.prompt, oracle=lambda cid, t: 0.0,
-        ))
-        broker = KeepBackBroker(_main_settings(cfg), self.llm, self.store, namespace, self.job.seed,
-                                lambda cid, turn, horizon: 0)
-        strategy = build_strategy(cfg.eviction, StrategyDeps(
-            budget=sc.budget, shares=sc.shares, stats=ReplayStats(), scope_id=sc.session.scope_id,
-            scorer=scorer, broker=broker, llm=self.llm, namespace=namespace,
-            model_id=cfg.model.main_id,
-        ))
+        strategy = self._strategy(sc, namespace, cfg.scorer, calibration, NeedOracle(sc.truth),
+                                  ReplayStats())
         judge = Judge(cfg.judge, self.llm, cfg.model.judge_id, namespace=f"{namespace}/judge")
         result = run_probe_case(sc.session, plan, strategy, self.llm, judge, namespace=namespace,
                                 main_model=cfg.model.main_id,
@@ -159,8 +153,8 @@ class _CaseRunner:
                 metrics = case_metrics(stats, oracle, self.cfg.metrics.horizon)
                 status, error = _judge_thresholds(case, metrics), None
                 output = json.dumps({"evicted": [cid for _, cid in stats.evictions][:MAX_EVICTED_LOGGED]})
-        except BudgetExceeded:
-            raise
+        except (BudgetExceeded, SuiteError):
+            raise  # bad input (exit 2) and a reached budget stop the job; nothing is half-scored
         except (SilasExpError, Exception) as exc:  # a failed case counts, never vanishes
             metrics, status, output = {}, "error", None
             error = f"{type(exc).__name__}: {exc}"

@@ -59,6 +59,16 @@ WORDS = ("the request handler returns a response after checking the cache and th
          "connection while the worker logs each retry and the scheduler queues the next job "
          "with its payload and timeout settings for the service configuration").split()
 
+# kind -> (values, item that carries the fact, sentence planting it)
+SINGLE_FACTS = {
+    "error": (ERRORS, "tool_result", "Traceback (most recent call last):\n  ...\n{}"),
+    "command": (COMMANDS, "tool_result", "$ {}\nexit status 0"),
+    "version": (VERSIONS, "agent_response", "We pin {} for now."),
+    "created": (CREATED, "tool_result", "Created file {} (new module)."),
+    "examined": (EXAMINED, "tool_result", "Read {} (no changes)."),
+    "todo": (TODOS, "agent_response", "Still open: {}."),
+}
+
 # turn -> planted fact slots; A is asked at both compressions, B at the second
 PLAN_A = {2: "error", 3: "command", 5: "version", 8: "created", 10: "modified", 12: "examined",
           15: "decision", 20: "todo"}
@@ -77,35 +87,18 @@ def _plant(kind: str, rng: np.random.Generator, used: dict[str, set]) -> tuple[s
         used[key].add(i)
         return pool[i]
 
-    if kind == "error":
-        e = pick(ERRORS)
-        return "tool_result", f"Traceback (most recent call last):\n  ...\n{e}", [f"error:{e}"]
-    if kind == "command":
-        c = pick(COMMANDS)
-        return "tool_result", f"$ {c}\nexit status 0", [f"command:{c}"]
-    if kind == "version":
-        v = pick(VERSIONS)
-        return "agent_response", f"We pin {v} for now.", [f"version:{v}"]
-    if kind == "created":
-        p = pick(CREATED)
-        return "tool_result", f"Created file {p} (new module).", [f"created:{p}"]
     if kind == "modified":
-        p, change = pick(MODIFIED)
-        return "tool_result", f"Edited {p}: {change}.", [f"modified:{p}|{change}"]
-    if kind == "examined":
-        p = pick(EXAMINED)
-        return "tool_result", f"Read {p} (no changes).", [f"examined:{p}"]
+        path, change = pick(MODIFIED)
+        return "tool_result", f"Edited {path}: {change}.", [f"modified:{path}|{change}"]
     if kind == "decision":
         d, why = pick(DECISIONS)
         a, a_why = pick(ALTERNATIVES, "alternative")
-        text = f"Decision: {d}, because {why}."
-        facts = [f"decision:{d}|{why}"]
-        if a:
-            text += f" We considered {a} but rejected it: {a_why}."
-            facts.append(f"alternative:{a}|{a_why}")
-        return "agent_response", text, facts
-    t = pick(TODOS)
-    return "agent_response", f"Still open: {t}.", [f"todo:{t}"]
+        return ("agent_response",
+                f"Decision: {d}, because {why}. We considered {a} but rejected it: {a_why}.",
+                [f"decision:{d}|{why}", f"alternative:{a}|{a_why}"])
+    pool, carrier, template = SINGLE_FACTS[kind]
+    value = pick(pool)
+    return carrier, template.format(value), [f"{kind}:{value}"]
 
 
 def generate_probe_session(seed: int, case_id: str) -> tuple[list[dict], ProbePlan, int]:

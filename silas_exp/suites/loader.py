@@ -161,9 +161,17 @@ def probe_plan(loaded: LoadedSuite, case: BenchmarkCase) -> ProbePlan:
         raise SuiteError(f"{where}: expected.mode is 'llm_judge' but expected.value has no "
                          "'probe_plan' (compressions + probes); see probes/default for the format.")
     try:
-        return ProbePlan.model_validate(value["probe_plan"])
+        plan = ProbePlan.model_validate(value["probe_plan"])
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise SuiteError(f"{where}: expected.value.probe_plan.{field}: {err['msg']} "
-                         f"(got {err.get('input')!r}). Fix the probe plan.") from None
+        field = ".".join(["expected.value.probe_plan", *(str(p) for p in err["loc"])])
+        got = err.get("input")
+        shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
+        raise SuiteError(f"{where}: field '{field}': {err['msg']}{shown}. Fix the probe plan.") from None
+    turns = (case.input.skill_args or {}).get("turns")
+    late = [t for t in plan.compressions if turns is not None and t >= turns]
+    if late:
+        raise SuiteError(f"{where}: field 'expected.value.probe_plan.compressions' has turn(s) {late} "
+                         f"but the session has {turns} turns (0..{turns - 1}); move the compressions "
+                         "or raise input.skill_args.turns.")
+    return plan
