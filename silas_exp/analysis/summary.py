@@ -61,6 +61,8 @@ def variant_table(records: Sequence[JobRecord], metrics: Sequence[str] = HEADLIN
     by_variant: dict[str, list[JobRecord]] = defaultdict(list)
     for r in records:
         by_variant[r.variant].append(r)
+    # headline metrics no job reports (probe scores in an eviction sweep) get no column
+    metrics = [m for m in metrics if any(m in r.metrics for r in records)] or list(metrics)
     header = ["variant", "repeats"] + [display_name(m) for m in metrics]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for variant in sorted(by_variant):
