@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import minimize
 
 from silas_exp.feedback.store import FeedbackDataset
 
@@ -78,6 +77,8 @@ def fit_logistic(
         p = 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
         grad = X.T @ (p - y) / n + 2 * l2 / n * diff
         return float(ll.mean() + l2 / n * diff @ diff), grad
+
+    from scipy.optimize import minimize  # lazy: ~0.5 s import, only calibrated scorers fit
 
     res = minimize(loss, prior.copy(), jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
     return np.asarray(res.x)

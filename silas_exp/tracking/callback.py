@@ -139,49 +139,75 @@ class TrackingCallback(Callback):
         info.write(sweep_dir)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        # Hydra turns an exception raised here into a warning and exit code 0, so
+        # this method catches its own: the uploader is always told the sweep is
+        # over (no run left RUNNING) and a broken summary still fails the command.
         sweep_dir = Path(str(config.hydra.sweep.dir))
-        info = SweepInfo.read(sweep_dir)
-        records = read_job_records(sweep_dir)
-        table = variant_table(records)
-        failed = failures(records)
-        print(f"\nSweep {info.sweep_id if info else ''}: {len(records)} job(s) in {sweep_dir}")
-        print(table)
-        if failed:
-            print(f"\n{len(failed)} job(s) failed:")
-            for line in failed:
-                print("  -", line)
-        (sweep_dir / "summary.md").write_text(table + "\n")
-        cfg = _experiment(config)
-        if cfg is not None and cfg.llm.dry_run:
-            print(dry_run_total(records, cfg.model.name))
-        _write_ablation(sweep_dir, records)
         uploader = _UPLOADERS.pop(str(sweep_dir), None)
-        if uploader is not None:
-            background.mark_done(sweep_dir, len(failed))
-            try:
-                code = uploader.wait(timeout=600)
-            except subprocess.TimeoutExpired:
-                uploader.kill()
-                code = -1
-            info = SweepInfo.read(sweep_dir)
-            if code != 0:
-                print(f"\ntracking failed (see {sweep_dir / background.LOG_FILE}); every result is "
-                      f"kept in {sweep_dir}. Upload later: silas-exp upload {sweep_dir}",
-                      file=sys.stderr)
-        elif cfg is not None and info and info.parent_run_id:
-            store = open_store(cfg)
-            for name in ("summary.md", "sweep.json", "ablation.md"):
-                if (sweep_dir / name).is_file():
-                    store.log_artifact(info.parent_run_id, sweep_dir / name)
-            if (sweep_dir / "ablation").is_dir():
-                store.log_artifacts(info.parent_run_id, sweep_dir / "ablation", "ablation")
-            store.log(info.parent_run_id, metrics={"sweep.jobs": len(records),
-                                                   "sweep.failed_jobs": len(failed)})
-            store.end_run(info.parent_run_id, "FAILED" if failed else "FINISHED")
+        cfg = _experiment(config)
+        failed: list[str] = []
+        broken: BaseException | None = None
+        try:
+            failed = _summarise(sweep_dir, cfg)
+        except Exception as exc:  # reported below and fails the command, never swallowed
+            broken = exc
+            print(f"error: end-of-sweep summary failed: {type(exc).__name__}: {exc}\n"
+                  f"  every job result is kept in {sweep_dir}", file=sys.stderr)
+        info = _close_tracking(sweep_dir, cfg, uploader, failed, broken)
         if cfg is not None and cfg.tracking.enabled and info and info.parent_run_id:
             print(f"\nMLflow: experiment {info.experiment_name!r}, parent run {info.parent_run_id}"
                   f"\n  mlflow ui --backend-store-uri {cfg.tracking.uri}")
         sys.stdout.flush()
-        if failed:
+        if failed or broken is not None:
             STATE["jobs_failed"] = True
             raise SystemExit(1)
+
+
+def _summarise(sweep_dir: Path, cfg: ExperimentConfig | None) -> list[str]:
+    """Print and write the end-of-sweep summary and ablation; return the failures."""
+    info = SweepInfo.read(sweep_dir)
+    records = read_job_records(sweep_dir)
+    table = variant_table(records)
+    failed = failures(records)
+    print(f"\nSweep {info.sweep_id if info else ''}: {len(records)} job(s) in {sweep_dir}")
+    print(table)
+    if failed:
+        print(f"\n{len(failed)} job(s) failed:")
+        for line in failed:
+            print("  -", line)
+    (sweep_dir / "summary.md").write_text(table + "\n")
+    if cfg is not None and cfg.llm.dry_run:
+        print(dry_run_total(records, cfg.model.name))
+    _write_ablation(sweep_dir, records)
+    return failed
+
+
+def _close_tracking(sweep_dir: Path, cfg: ExperimentConfig | None,
+                    uploader: subprocess.Popen | None, failed: list[str],
+                    broken: BaseException | None) -> SweepInfo | None:
+    """End the sweep's parent run: through the background uploader, or directly."""
+    info = SweepInfo.read(sweep_dir)
+    bad = len(failed) + (broken is not None)
+    if uploader is not None:
+        background.mark_done(sweep_dir, bad)
+        try:
+            code = uploader.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            uploader.kill()
+            code = -1
+        if code != 0:
+            print(f"\ntracking failed (see {sweep_dir / background.LOG_FILE}); every result is "
+                  f"kept in {sweep_dir}. Upload later: silas-exp upload {sweep_dir}",
+                  file=sys.stderr)
+        return SweepInfo.read(sweep_dir)
+    if cfg is not None and info and info.parent_run_id:
+        store = open_store(cfg)
+        for name in ("summary.md", "sweep.json", "ablation.md"):
+            if (sweep_dir / name).is_file():
+                store.log_artifact(info.parent_run_id, sweep_dir / name)
+        if (sweep_dir / "ablation").is_dir():
+            store.log_artifacts(info.parent_run_id, sweep_dir / "ablation", "ablation")
+        store.log(info.parent_run_id, metrics={"sweep.jobs": len(read_job_records(sweep_dir)),
+                                               "sweep.failed_jobs": len(failed)})
+        store.end_run(info.parent_run_id, "FAILED" if bad else "FINISHED")
+    return info

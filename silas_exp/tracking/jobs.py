@@ -12,13 +12,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from silas_exp.probes.report import PROBE_TABLE, probe_table
 from silas_exp.tracking.payload import flatten, git_revision, package_versions
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # mlflow is imported only where a store is opened (~1.2 s)
     from silas_exp.config import ExperimentConfig
     from silas_exp.runner import JobOutcome, JobSpec
-from silas_exp.probes.report import PROBE_TABLE, probe_table
-from silas_exp.tracking.store import MlflowStore
+    from silas_exp.tracking.store import MlflowStore
 
 SWEEP_FILE = "sweep.json"
 

@@ -81,3 +81,18 @@ def test_fail_fast_stops_the_sweep(tmp_path):
                 "tracking=none")
     assert proc.returncode == 1
     assert len(list((tmp_path / "ms").glob("*/result.json"))) == 1  # the heuristic job never ran
+
+
+def test_a_broken_sweep_summary_fails_the_command_and_closes_every_run(tmp_path):
+    # Hydra only warns when a callback raises; the sweep must still exit 1 and
+    # leave no run RUNNING. summary.md being a folder makes writing it fail.
+    (tmp_path / "ms" / "summary.md").mkdir(parents=True)
+    proc = _run(tmp_path, "-m", "scorer=heuristic,weights")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "end-of-sweep summary failed" in proc.stderr and "IsADirectoryError" in proc.stderr
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("silas-smoke").experiment_id])
+    status = {r.info.run_name: r.info.status for r in runs}
+    assert len(runs) == 3, status
+    assert status.pop(next(n for n in status if n.startswith("sweep-"))) == "FAILED"
+    assert set(status.values()) == {"FINISHED"}
