@@ -52,6 +52,18 @@ def test_paired_tests_agree_with_scipy():
     assert paired_permutation(np.zeros(5)).pvalue == 1.0
 
 
+@pytest.mark.parametrize("d", [
+    [0.1, 0.1, 0.2, -0.1, 0.3, 0.3, 0.2, 0.1, -0.2, 0.4, 0.1, 0.2],   # ties
+    [0.0, 0.1, 0.1, -0.3, 0.2, 0.0, 0.5, 0.2],                       # ties and zeros
+    [0.0, 0.4, -0.1, 0.2],                                           # a zero, no tie
+])
+def test_wilcoxon_with_ties_equals_scipys_exact_permutation_path(d):
+    # our vectorised sign-flip path must give scipy.stats.wilcoxon's own answer
+    ours, ref = paired_wilcoxon(d), sps.wilcoxon(d)
+    assert ours.pvalue == pytest.approx(ref.pvalue, abs=1e-12)
+    assert ours.statistic == pytest.approx(ref.statistic)
+
+
 def test_cohens_dz_hand_computed():
     d = np.array([1.0, 2.0, 3.0])  # mean 2, sd 1
     assert cohens_dz(d) == pytest.approx(2.0)
