@@ -9,8 +9,8 @@ Workloads (both: scorer=heuristic,weights,prompt,online × repeats=5, tracking o
 so the background uploader shares the machine):
 
 * ``cpu``: the default suite's case mix with sessions ``--scale`` times longer
-  (generated deterministically into a temporary folder), so each job replays
-  for a few seconds and the sweep is bound by job CPU, not by fixed costs.
+  (generated deterministically into a temporary folder); at the default scale 8
+  each job replays for ~9 s and the sweep is bound by job CPU, not by fixed costs.
 * ``default``: the shipped suite; jobs take ~0.7 s, so the serial parts
   (interpreter start, Hydra composing every job's config once in the launching
   process before it launches, the ablation report) weigh more.
@@ -40,9 +40,9 @@ SWEEP = "-m scorer=heuristic,weights,prompt,online repeats=5"
 LAUNCHERS = {
     "basic": [],
     "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
-    "ray": ["hydra/launcher=ray", "hydra.launcher.ray.init.num_cpus=2"],
+    "ray": ["hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2"],
 }
-JOB_LINE = re.compile(r"^\[job \d+\] .*\((\d+\.\d+)s\) -> ", re.M)
+JOB_LINE = re.compile(r"\[job \d+\] .*\((\d+\.\d+)s\) -> ")  # Ray prefixes worker lines
 
 
 def make_cpu_suite(root: Path, scale: int) -> Path:
@@ -61,7 +61,8 @@ def wall(args: list[str], launcher: str, suite_path: Path | None) -> tuple[float
                f"paths.suites={REPO / 'suites'}", f"hydra.sweep.dir={tmp}/ms"]
         if suite_path is not None:
             cmd.append(f"suite.path={suite_path}")
-        env = {**os.environ, "SILAS_EXP_ROOT": tmp, "MLFLOW_DISABLE_TELEMETRY": "true"}
+        env = {**os.environ, "SILAS_EXP_ROOT": tmp, "MLFLOW_DISABLE_TELEMETRY": "true",
+               "RAY_DEDUP_LOGS": "0"}  # every job line, for the mean job time
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
         elapsed = time.perf_counter() - t0
@@ -73,7 +74,8 @@ def wall(args: list[str], launcher: str, suite_path: Path | None) -> tuple[float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--workload", choices=("cpu", "default"), default="cpu")
-    parser.add_argument("--scale", type=int, default=4, help="session length factor (cpu workload)")
+    parser.add_argument("--scale", type=int, default=8,
+                        help="session length factor (cpu workload; 8 gives ~9 s jobs)")
     parser.add_argument("--args", default=SWEEP, help=f"sweep arguments (default: {SWEEP!r})")
     parser.add_argument("--launchers", default="basic,joblib", help="comma list of basic,joblib,ray")
     parser.add_argument("--runs", type=int, default=2)
