@@ -1,0 +1,1 @@
+"""silas_exp's Hydra sweeper plugin (``hydra/sweeper=silas``)."""
