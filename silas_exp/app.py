@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from silas_exp.config import ExperimentConfig, validate
 from silas_exp.errors import ConfigError, SilasExpError, SuiteError
 from silas_exp.exitstate import STATE
+from silas_exp.progress import progress_note
 from silas_exp.runner import JobOutcome, calibration_to_json, make_job, run_job
 from silas_exp.suites.loader import load_suite
 from silas_exp.tracking.jobs import (
@@ -121,9 +122,12 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
               f"tokens, estimated ${m.get('llm.cost_usd', 0):.4f} with {cfg.model.name} "
               "(simulated answers; nothing tracked)", flush=True)
         return value
+    progress = ""
+    if sweep is not None:
+        progress = f" [{progress_note(out_dir.parent, sweep.jobs_total, sweep.started_at, time.time())}]"
     print(f"{label}: {len(outcome.run.results)} cases, pass {summary.pass_rate:.0%}, "
-          f"{cfg.metrics.optimize}={value:.3f} ({time.perf_counter() - t0:.1f}s) -> {out_dir}",
-          flush=True)
+          f"{cfg.metrics.optimize}={value:.3f} ({time.perf_counter() - t0:.1f}s){progress} "
+          f"-> {out_dir}", flush=True)
     if not multirun:
         print(f"results: {out_dir / 'result.json'}")
         if store is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from silas_exp.analysis.summary import failures, read_job_records, variant_table
 from silas_exp.config import ExperimentConfig, validate
 from silas_exp.errors import SilasExpError, TrackingError
 from silas_exp.exitstate import STATE
+from silas_exp.progress import planned_jobs
 from silas_exp.tracking import background
 from silas_exp.tracking.jobs import (
     SweepInfo,
@@ -97,7 +99,11 @@ class TrackingCallback(Callback):
         cfg = _experiment(config)
         name = experiment_name(cfg) if cfg else "silas"
         command = "python -m silas_exp -m " + " ".join(shlex.quote(o) for o in cli)
-        info = SweepInfo(new_sweep_id(), name, swept_keys(cli, params), command=command)
+        info = SweepInfo(new_sweep_id(), name, swept_keys(cli, params), command=command,
+                         started_at=time.time())
+        info.jobs_total = planned_jobs(
+            cli, OmegaConf.to_container(config.hydra.sweeper.get("params") or {}, resolve=True),
+            str(config.hydra.sweeper.get("_target_", "")))
         if cfg is None or not cfg.tracking.enabled:
             info.write(sweep_dir)
             return

@@ -35,6 +35,8 @@ class SweepInfo:
     command: str = ""
     background: bool = False  # a background uploader process does all MLflow writes
     parent_tags: dict[str, str] = field(default_factory=dict)
+    jobs_total: int | None = None  # planned jobs (grid sweepers), for progress lines
+    started_at: float = 0.0  # time.time() when the sweep started
 
     def write(self, folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
