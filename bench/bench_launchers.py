@@ -42,7 +42,7 @@ LAUNCHERS = {
     "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
     "ray": ["hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2"],
 }
-JOB_LINE = re.compile(r"\[job \d+\] .*\((\d+\.\d+)s\) -> ")  # Ray prefixes worker lines
+JOB_LINE = re.compile(r"\[job \d+\] .*\((\d+\.\d+)s\)(?: \[[^]]*\])? -> ")  # Ray prefixes worker lines
 
 
 def make_cpu_suite(root: Path, scale: int) -> Path:
