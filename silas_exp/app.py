@@ -7,6 +7,7 @@ paragraph; ``--verbose`` or ``HYDRA_FULL_ERROR=1`` shows the traceback.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -155,8 +156,26 @@ def hydra_main(dcfg: DictConfig) -> float:
         raise SystemExit(1) from None
 
 
+SWEEPER_PLUGIN = "hydra_plugins.silas_sweeper"
+
+
+def missing_plugin() -> str | None:
+    """conf/config.yaml selects ``hydra/sweeper=silas``; an install made before
+    the plugin existed cannot see it, and Hydra would only say it cannot find
+    'hydra/sweeper/silas'. Say what to do instead."""
+    if importlib.util.find_spec(SWEEPER_PLUGIN) is not None:
+        return None
+    return (f"error: Hydra cannot see silas_exp's sweeper plugin ({SWEEPER_PLUGIN}): this "
+            "environment's install of silas_exp predates it.\n"
+            "  fix: pip install -e . (from the repository root), then run the command again")
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m silas_exp``: Hydra's command line plus ``--verbose``."""
+    problem = missing_plugin()
+    if problem:
+        print(problem, file=sys.stderr)
+        raise SystemExit(2)
     args = list(sys.argv[1:] if argv is None else argv)
     if "--verbose" in args:
         args.remove("--verbose")

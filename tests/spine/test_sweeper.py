@@ -63,3 +63,17 @@ def test_check_all_composes_every_job_like_the_basic_sweeper(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "distinct job config" not in proc.stdout + proc.stderr
     assert len(list((tmp_path / "multirun").glob("*/result.json"))) == 2
+
+
+def test_an_install_without_the_plugin_is_told_to_reinstall(monkeypatch, capsys):
+    import importlib.util
+
+    from silas_exp import app
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == app.SWEEPER_PLUGIN else real(name, *a))
+    with pytest.raises(SystemExit) as exc:
+        app.main(["-m", "scorer=heuristic"])
+    assert exc.value.code == 2
+    assert "pip install -e ." in capsys.readouterr().err
