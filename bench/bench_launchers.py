@@ -12,8 +12,8 @@ so the background uploader shares the machine):
   (generated deterministically into a temporary folder); at the default scale 8
   each job replays for ~9 s and the sweep is bound by job CPU, not by fixed costs.
 * ``default``: the shipped suite; jobs take ~0.7 s, so the serial parts
-  (interpreter start, Hydra composing every job's config once in the launching
-  process before it launches, the ablation report) weigh more.
+  (interpreter start, the sweeper's config check before launch, the ablation
+  report) and the background uploader weigh more.
 
 Target on 2 cores: joblib >= 1.6x faster than basic on the CPU-bound workload.
 Writes bench/results/launchers-<workload>.json.

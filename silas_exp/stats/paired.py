@@ -34,6 +34,9 @@ def paired_permutation(diffs, n_resamples: int = 10_000, seed: int = 0) -> TestR
     return TestResult("permutation", float(res.statistic), float(res.pvalue), len(d))
 
 
+_EXACT_FLIPS_MAX_N = 13  # scipy's bound for its exact permutation path (2**13 < 9999)
+
+
 def paired_wilcoxon(diffs) -> TestResult:
     """Wilcoxon signed-rank test (two-sided), with scipy's choice of method.
 
@@ -51,7 +54,8 @@ def paired_wilcoxon(diffs) -> TestResult:
     if not tied or len(d) > _EXACT_FLIPS_MAX_N:
         res = sps.wilcoxon(d)
         return TestResult("wilcoxon", float(res.statistic), float(res.pvalue), len(d))
-    ranks = np.where(d != 0, sps.rankdata(np.where(d != 0, np.abs(d), np.inf)), 0.0)
+    ranks = np.zeros_like(d)  # zeros carry no rank (scipy's default zero_method="wilcox")
+    ranks[d != 0] = sps.rankdata(np.abs(nonzero))
 
     def r_plus(x: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.sum((np.moveaxis(x, axis, -1) > 0) * ranks, axis=-1)
@@ -60,9 +64,6 @@ def paired_wilcoxon(diffs) -> TestResult:
                                n_resamples=np.inf, alternative="two-sided")
     r = float(res.statistic)
     return TestResult("wilcoxon", min(r, float(ranks.sum()) - r), float(res.pvalue), len(d))
-
-
-_EXACT_FLIPS_MAX_N = 13  # scipy's bound for its exact permutation path (2**13 < 9999)
 
 
 def paired_t(diffs) -> TestResult:

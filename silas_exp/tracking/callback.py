@@ -151,15 +151,17 @@ class TrackingCallback(Callback):
         sweep_dir = Path(str(config.hydra.sweep.dir))
         uploader = _UPLOADERS.pop(str(sweep_dir), None)
         cfg = _experiment(config)
+        records: list = []
         failed: list[str] = []
         broken: BaseException | None = None
         try:
-            failed = _summarise(sweep_dir, cfg)
+            records = read_job_records(sweep_dir)
+            failed = _summarise(sweep_dir, cfg, records)
         except Exception as exc:  # reported below and fails the command, never swallowed
             broken = exc
             print(f"error: end-of-sweep summary failed: {type(exc).__name__}: {exc}\n"
                   f"  every job result is kept in {sweep_dir}", file=sys.stderr)
-        info = _close_tracking(sweep_dir, cfg, uploader, failed, broken)
+        info = _close_tracking(sweep_dir, cfg, uploader, len(records), failed, broken)
         if cfg is not None and cfg.tracking.enabled and info and info.parent_run_id:
             print(f"\nMLflow: experiment {info.experiment_name!r}, parent run {info.parent_run_id}"
                   f"\n  mlflow ui --backend-store-uri {cfg.tracking.uri}")
@@ -169,10 +171,9 @@ class TrackingCallback(Callback):
             raise SystemExit(1)
 
 
-def _summarise(sweep_dir: Path, cfg: ExperimentConfig | None) -> list[str]:
+def _summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records) -> list[str]:
     """Print and write the end-of-sweep summary and ablation; return the failures."""
     info = SweepInfo.read(sweep_dir)
-    records = read_job_records(sweep_dir)
     table = variant_table(records)
     failed = failures(records)
     print(f"\nSweep {info.sweep_id if info else ''}: {len(records)} job(s) in {sweep_dir}")
@@ -189,7 +190,7 @@ def _summarise(sweep_dir: Path, cfg: ExperimentConfig | None) -> list[str]:
 
 
 def _close_tracking(sweep_dir: Path, cfg: ExperimentConfig | None,
-                    uploader: subprocess.Popen | None, failed: list[str],
+                    uploader: subprocess.Popen | None, jobs: int, failed: list[str],
                     broken: BaseException | None) -> SweepInfo | None:
     """End the sweep's parent run: through the background uploader, or directly."""
     info = SweepInfo.read(sweep_dir)
@@ -213,7 +214,7 @@ def _close_tracking(sweep_dir: Path, cfg: ExperimentConfig | None,
                 store.log_artifact(info.parent_run_id, sweep_dir / name)
         if (sweep_dir / "ablation").is_dir():
             store.log_artifacts(info.parent_run_id, sweep_dir / "ablation", "ablation")
-        store.log(info.parent_run_id, metrics={"sweep.jobs": len(read_job_records(sweep_dir)),
+        store.log(info.parent_run_id, metrics={"sweep.jobs": jobs,
                                                "sweep.failed_jobs": len(failed)})
         store.end_run(info.parent_run_id, "FAILED" if bad else "FINISHED")
     return info
