@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
 
+from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.context.budget import TokenBudget
 from silas_exp.context.strategies import StrategySettings, validate_strategy_settings
 from silas_exp.errors import ConfigError
@@ -85,6 +86,7 @@ class ExperimentConfig(_Strict):
     budget: TokenBudget = Field(default_factory=TokenBudget)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
     paths: PathsConfig
     experiment: str | None = None
 
@@ -118,7 +120,8 @@ class ExperimentConfig(_Strict):
     def variant_hash(self) -> str:
         """Hash of everything that defines the variant (not repeat, seed of the job,
         tracking, paths or cache settings): equal hashes = same treatment."""
-        data = self.model_dump(mode="json", exclude={"repeat", "tracking", "paths", "fail_fast", "resume"})
+        data = self.model_dump(mode="json", exclude={"repeat", "tracking", "paths", "fail_fast", "resume",
+                                                       "analysis"})
         data["llm"] = {k: v for k, v in data["llm"].items() if k not in ("cache_dir", "cache_mode")}
         blob = json.dumps(data, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

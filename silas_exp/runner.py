@@ -23,7 +23,7 @@ import numpy as np
 
 from silas_exp.config import ExperimentConfig, job_seed
 from silas_exp.context.replay import NeedOracle, replay
-from silas_exp.context.stats import ReplayStats
+from silas_exp.context.stats import Flush, ReplayStats
 from silas_exp.context.strategies import StrategyDeps, build_strategy
 from silas_exp.errors import BudgetExceeded, RunError, SilasExpError, SuiteError
 from silas_exp.feedback.calibration import (
@@ -36,8 +36,9 @@ from silas_exp.feedback.calibration import (
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMClient, build_client
+from silas_exp.metrics.classification import roc_auc
 from silas_exp.metrics.context import case_metrics
-from silas_exp.metrics.names import higher_is_better
+from silas_exp.metrics.registry import undeclared
 from silas_exp.probes.judge import Judge
 from silas_exp.probes.pipeline import run_probe_case
 from silas_exp.probes.report import PROBE_TABLE, run_probe_metrics
@@ -47,8 +48,15 @@ from silas_exp.schema.benchmark import (
     BenchmarkRun,
     BenchmarkSummary,
 )
-from silas_exp.scorers import ScorerContext, build_scorer, scorer_kinds
+from silas_exp.scorers import (
+    ScorerContext,
+    ScorerUnavailable,
+    build_scorer,
+    scorer_kinds,
+    validate_scorer_settings,
+)
 from silas_exp.scorers.heuristic import HeuristicSettings
+from silas_exp.suites.expected import judge_case
 from silas_exp.suites.loader import LoadedSuite, load_suite, probe_plan, session_case
 
 MAX_EVICTED_LOGGED = 2000  # eviction order kept per case (for shadow diffs)
@@ -107,19 +115,62 @@ class _CaseRunner:
         ))
         broker = KeepBackBroker(_main_settings(cfg), self.llm, self.store, namespace, self.job.seed,
                                 oracle.max_grade_within)
+        self.scorer = scorer
         return build_strategy(cfg.eviction, StrategyDeps(
             budget=sc.budget, shares=sc.shares, stats=stats, scope_id=sc.session.scope_id,
             scorer=scorer, broker=broker, llm=self.llm, namespace=namespace,
             model_id=cfg.model.main_id,
         ))
 
-    def replay_case(self, case: BenchmarkCase, scorer_settings, calibration) -> tuple[ReplayStats, NeedOracle]:
+    def replay_case(self, case: BenchmarkCase, scorer_settings, calibration,
+                    reference: list[Flush] | None = None, record: bool = False,
+                    ) -> tuple[ReplayStats, NeedOracle, dict[str, float]]:
+        """Replay one case. With ``reference`` (the control's flush proposals on
+        this case), the case's scorer also scores those same candidates at their
+        turns, before its own step: exclusion prediction on a shared set."""
         sc = session_case(self.loaded, case, self.cfg.budget)
-        oracle, stats = NeedOracle(sc.truth), ReplayStats()
+        oracle, stats = NeedOracle(sc.truth), ReplayStats(flush_log=[] if record else None)
         strategy = self._strategy(sc, f"{self.job.namespace}/{case.case_id}", scorer_settings,
                                   calibration, oracle, stats)
-        replay(sc.session, sc.truth, strategy.step, sc.budget, stats)
-        return stats, oracle
+        scorer = self.scorer
+        by_turn: dict[int, list[Flush]] = {}
+        for f in reference or ():
+            by_turn.setdefault(f.turn, []).append(f)
+        scores: list[float] = []
+        labels: list[bool] = []
+        flush_turn = sc.flush_turn
+
+        def step(window, turn: int) -> None:
+            for f in by_turn.get(turn, ()):
+                try:
+                    got = scorer.score(list(f.items), turn)
+                except ScorerUnavailable:
+                    continue  # a failed call scores nothing; the AUC uses the calls that answered
+                scores.extend(got[i.ctx_id] for i in f.items)
+                labels.extend(f.kept)
+            if turn == flush_turn:
+                strategy.compress(window, turn)  # a snapshot case: one flush decision
+            else:
+                strategy.step(window, turn)
+
+        replay(sc.session, sc.truth, step, sc.budget, stats)
+        shared: dict[str, float] = {}
+        if reference is not None:
+            shared = {"feedback.exclusion_auc": roc_auc(scores, labels) if scores else math.nan,
+                      "feedback.reference_flushes": float(len(reference))}
+        return stats, oracle, shared
+
+    def reference_flushes(self, case: BenchmarkCase) -> list[Flush]:
+        """The control scorer's flush proposals and the main model's keep-backs on
+        this case (same seed and namespace as every variant of this repeat),
+        recorded once per process and shared by every variant."""
+        key = self._reference_key(case)
+        if key not in _REFERENCES:
+            runner = _CaseRunner(self.cfg, self.job, self.loaded, self.llm, FeedbackStore())
+            stats, _, _ = runner.replay_case(case, self._control_scorer(), None, record=True)
+            runner.store.close()
+            _REFERENCES[key] = stats.flush_log or []
+        return _REFERENCES[key]
 
     def probe_case(self, case: BenchmarkCase, calibration: Calibration | None) -> dict[str, float]:
         """A compression-probe case (``expected.mode == "llm_judge"``)."""
@@ -136,53 +187,84 @@ class _CaseRunner:
         self.probe_rows.extend({"case_id": case.case_id, **row} for row in result.rows)
         return result.metrics
 
+    def _execute(self, case: BenchmarkCase, calibration: Calibration | None
+                 ) -> tuple[dict[str, float], str | None, list[str] | None, float | None]:
+        """(metrics, output, eviction order, judge score) of one case."""
+        if case.expected.mode == "llm_judge":
+            n_rows = len(self.probe_rows)
+            metrics = self.probe_case(case, calibration)
+            overall = metrics.get("probe.overall")
+            if overall is None:
+                raise RunError("judge: no probe of this case could be graded")
+            rows = self.probe_rows[n_rows:]
+            output = "\n".join(f"{r.get('probe_id')}: {r.get('answer') or ''}" for r in rows)
+            return metrics, output, None, overall / 5.0
+        if self._scores_candidates() and self._is_control():
+            # the control's own proposals are the shared set: record them, score them as made
+            stats, oracle, _ = self.replay_case(case, self.cfg.scorer, calibration, record=True)
+            _REFERENCES[self._reference_key(case)] = stats.flush_log or []
+            kept = [k for f in stats.flush_log or () for k in f.kept]
+            shared = {"feedback.exclusion_auc": roc_auc(stats.candidate_scores, kept)
+                      if kept else math.nan,
+                      "feedback.reference_flushes": float(len(stats.flush_log or ()))}
+        else:
+            reference = self.reference_flushes(case) if self._scores_candidates() else None
+            stats, oracle, shared = self.replay_case(case, self.cfg.scorer, calibration, reference)
+        metrics = case_metrics(stats, oracle, self.cfg.metrics.horizon)
+        metrics.update(shared)
+        evicted = [cid for _, cid in stats.evictions][:MAX_EVICTED_LOGGED]
+        return metrics, "\n".join(stats.retained), evicted, None
+
+    def _scores_candidates(self) -> bool:
+        return getattr(self.cfg.eviction, "name", "") == "two_tier"
+
+    def _control_scorer(self):
+        return validate_scorer_settings({"name": self.cfg.analysis.controls.get("scorer",
+                                                                                "heuristic")})
+
+    def _is_control(self) -> bool:
+        return self.cfg.scorer == self._control_scorer()
+
+    def _reference_key(self, case: BenchmarkCase) -> str:
+        return json.dumps([str(self.loaded.root), case.case_id, self.job.seed, self.job.namespace,
+                           self._control_scorer().model_dump(), self.cfg.model.model_dump(),
+                           self.cfg.eviction.model_dump(), self.cfg.budget.model_dump()],
+                          sort_keys=True, default=str)
+
     def run_case(self, case: BenchmarkCase, calibration: Calibration | None) -> BenchmarkResult:
         before = self.llm.accounting.snapshot()
         t0 = time.perf_counter()
-        judge_score = None
+        judge_score, output, evicted = None, None, None
         try:
-            if case.expected.mode == "llm_judge":
-                metrics = self.probe_case(case, calibration)
-                overall = metrics.get("probe.overall")
-                judge_score = None if overall is None else overall / 5.0
-                status, error, output = _judge_thresholds(case, metrics), None, None
-                if overall is None:
-                    status, error = "error", "judge: no probe of this case could be graded"
-            else:
-                stats, oracle = self.replay_case(case, self.cfg.scorer, calibration)
-                metrics = case_metrics(stats, oracle, self.cfg.metrics.horizon)
-                status, error = _judge_thresholds(case, metrics), None
-                output = json.dumps({"evicted": [cid for _, cid in stats.evictions][:MAX_EVICTED_LOGGED]})
+            metrics, output, evicted, judge_score = self._execute(case, calibration)
+            error = None
         except (BudgetExceeded, SuiteError):
             raise  # bad input (exit 2) and a reached budget stop the job; nothing is half-scored
         except (SilasExpError, Exception) as exc:  # a failed case counts, never vanishes
-            metrics, status, output = {}, "error", None
+            metrics, status = {}, "error"
             error = f"{type(exc).__name__}: {exc}"
             if self.cfg.fail_fast:
                 raise
             self.errors.append(traceback.format_exc())
         latency = (time.perf_counter() - t0) * 1000.0
         spent = self.llm.accounting.snapshot().delta(before)
+        tokens = int(spent.input_tokens + spent.output_tokens)
+        if error is None:
+            status, error = judge_case(case, metrics, output, latency, tokens,
+                                       self.loaded.human_labels.get(case.case_id))
         if self.llm.backend_name != "simulated" or spent.errors:
             metrics = {**metrics, "llm.calls": float(spent.calls), "llm.errors": float(spent.errors),
                        "llm.cache_hits": float(spent.cache_hits), "llm.cost_usd": spent.cost_usd}
+        keep_output = case.expected.mode in ("exact", "contains", "human", "llm_judge")
         return BenchmarkResult(
-            case_id=case.case_id, status=status, latency_ms=latency,
-            token_cost=int(spent.input_tokens + spent.output_tokens), error=error,
-            retries=int(spent.retries), metrics=metrics, llm_judge_score=judge_score,
-            actual_output=output,
+            case_id=case.case_id, status=status, latency_ms=latency, token_cost=tokens,
+            error=error, retries=int(spent.retries), metrics=metrics,
+            llm_judge_score=judge_score, actual_output=output if keep_output else None,
+            human_label=self.loaded.human_labels.get(case.case_id), evicted=evicted,
         )
 
 
-def _judge_thresholds(case: BenchmarkCase, metrics: dict[str, float]) -> str:
-    thresholds = case.expected.metric_thresholds or {}
-    for key, bound in thresholds.items():
-        value = metrics.get(key, math.nan)
-        if math.isnan(value):
-            continue  # not applicable to this case (e.g. eviction never ran)
-        if (value < bound) if higher_is_better(key) else (value > bound):
-            return "fail"
-    return "pass"
+_REFERENCES: dict[str, list[Flush]] = {}
 
 
 def summarize(results: list[BenchmarkResult], cases: list[BenchmarkCase]) -> BenchmarkSummary:
@@ -196,11 +278,14 @@ def summarize(results: list[BenchmarkResult], cases: list[BenchmarkCase]) -> Ben
         if r.metrics.get("llm.errors"):
             failures["llm_error"] = failures.get("llm_error", 0) + int(r.metrics["llm.errors"])
         if r.status == "fail":
-            for key in (by_id[r.case_id].expected.metric_thresholds or {}):
-                failures[f"threshold:{key}"] = failures.get(f"threshold:{key}", 0) + 1
+            kind = f"fail:{by_id[r.case_id].expected.mode}"
+            failures[kind] = failures.get(kind, 0) + 1
+        if r.status == "skipped":
+            failures["skipped"] = failures.get("skipped", 0) + 1
     judged = [r.llm_judge_score for r in results if r.llm_judge_score is not None]
+    decided = [r for r in results if r.status != "skipped"]  # errors count as not passed
     return BenchmarkSummary(
-        pass_rate=float(np.mean([r.status == "pass" for r in results])) if results else 0.0,
+        pass_rate=float(np.mean([r.status == "pass" for r in decided])) if decided else 0.0,
         mean_latency_ms=float(lat.mean()), p95_latency_ms=float(np.percentile(lat, 95)),
         total_token_cost=int(sum(r.token_cost for r in results)),
         mean_quality_score=float(np.mean(judged)) if judged else None,
@@ -209,8 +294,9 @@ def summarize(results: list[BenchmarkResult], cases: list[BenchmarkCase]) -> Ben
 
 
 def run_metrics(results: list[BenchmarkResult], summary: BenchmarkSummary) -> dict[str, float]:
-    """Run-level metrics: mean over cases of every per-case metric (errored cases
-    count in ``summary.error_rate``), plus the §20.2 summary figures."""
+    """Run-level metrics: mean over the completed cases of every per-case metric
+    (errored cases count in ``summary.error_rate`` and as not passed; the counts
+    say how many cases the means rest on), plus the §20.2 summary figures."""
     keys = sorted({k for r in results for k in r.metrics})
     out: dict[str, float] = {}
     for key in keys:
@@ -224,6 +310,8 @@ def run_metrics(results: list[BenchmarkResult], summary: BenchmarkSummary) -> di
         "summary.p95_latency_ms": summary.p95_latency_ms,
         "summary.total_token_cost": float(summary.total_token_cost),
         "summary.cases": float(len(results)),
+        "summary.cases_completed": float(sum(r.status not in ("error", "timeout") for r in results)),
+        "summary.skipped": float(sum(r.status == "skipped" for r in results)),
     })
     return out
 
@@ -304,7 +392,7 @@ def _fit_calibration(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedS
     cal_runner = _CaseRunner(cal_cfg, runner.job, loaded, runner.llm, store)
     control = HeuristicSettings(weights=base)
     for case in cases:
-        cal_runner.replay_case(case, control, None)
+        cal_runner.replay_case(case, control, None)  # feedback lands in the store
     l2 = getattr(cfg.scorer, "l2", 20.0)
     result = calibrate(store.dataset(), base.vector(), l2=l2)
     store.close()
@@ -347,6 +435,10 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
         metrics["calibration.candidates"] = float(calibration.n_candidates)
         metrics["calibration.guidance_lines"] = float(len(calibration.guidance))
     store.close()
+    missing = undeclared(set(metrics) | {k for r in results for k in r.metrics})
+    if missing:
+        raise RunError(f"metric(s) {missing} have no declared spec (direction, unit, meaning); "
+                       "declare them with silas_exp.metrics.registry.register_metric")
     run = BenchmarkRun(
         run_id=uuid.uuid4().hex, suite_id=loaded.suite.suite_id, started_at=started,
         completed_at=datetime.now(UTC), config_snapshot=cfg.model_dump(mode="json"),

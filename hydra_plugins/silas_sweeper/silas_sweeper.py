@@ -12,15 +12,28 @@ values in the check, and a list or dict value counts apart from a scalar.
 ``hydra.sweeper.check=all`` checks every job, as the basic sweeper does. Jobs
 are generated, batched and launched exactly as by the basic sweeper, and each
 job still composes its own config where it runs.
+
+Two more things the basic sweeper cannot know:
+
+* **The control runs with every sweep.** An ablation compares each variant
+  with a control (§19.5: heuristic-only eviction). When a sweep lists options
+  of a group named in ``analysis.controls`` (``scorer`` → ``heuristic``,
+  ``eviction`` → ``two_tier``) but not the control option, and no
+  ``analysis.control`` is given, the control option is added to the sweep and
+  recorded in ``control.json`` in the sweep folder, so the report can say so.
+* **No empty sweep.** ``repeats`` below 1 would give zero jobs and a silent
+  exit 0; it is bad input instead.
 """
 
 # No ``from __future__ import annotations`` here: Hydra loads plugin modules
 # outside sys.modules, and OmegaConf needs the dataclass's real types.
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, Optional  # noqa: UP035  (OmegaConf reads these types)
+from pathlib import Path
+from typing import Any, Dict, List, Optional  # noqa: UP035  (OmegaConf reads these types)
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
@@ -73,6 +86,43 @@ def distinct_jobs(batch: Sequence[Sequence[str]],
     return list(seen.values())
 
 
+CONTROL_FILE = "control.json"
+_SIMPLE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+def _options(value: str) -> list[str] | None:
+    """The options of a plain comma list (``a,b,c``); None for anything else
+    (ranges, choice(), quoted or bracketed values are left alone)."""
+    parts = [p.strip() for p in value.split(",")]
+    if len(parts) < 2 or not all(p and set(p) <= _SIMPLE for p in parts):
+        return None
+    return parts
+
+
+def add_controls(params: dict[str, str], arguments: List[str],  # noqa: UP006
+                 controls: dict[str, str]) -> tuple[dict[str, str], list[str], dict[str, str]]:
+    """Put each swept group's control option first in its sweep list when it is
+    missing; return the new params, arguments and what was added."""
+    if any(a.lstrip("+~").startswith("analysis.control=") for a in arguments):
+        return params, list(arguments), {}
+    added: dict[str, str] = {}
+
+    def fix(key: str, value: str) -> str:
+        group = key.lstrip("+~")
+        opts = _options(value) if group in controls else None
+        if opts is None or controls[group] in opts:
+            return value
+        added[group] = controls[group]
+        return ",".join([controls[group], *opts])
+
+    new_params = {k: fix(k, str(v)) for k, v in params.items()}
+    new_args = []
+    for arg in arguments:
+        key, sep, value = arg.partition("=")
+        new_args.append(f"{key}={fix(key, value)}" if sep else arg)
+    return new_params, new_args, added
+
+
 class SilasSweeper(BasicSweeper):
     def __init__(self, max_batch_size: int | None, params: dict[str, str] | None = None,
                  check: str = "distinct") -> None:
@@ -81,6 +131,26 @@ class SilasSweeper(BasicSweeper):
                              "use distinct (the default) or all")
         super().__init__(max_batch_size=max_batch_size, params=params)
         self.check = check
+
+    def sweep(self, arguments: List[str]) -> Any:  # noqa: UP006
+        assert self.config is not None
+        repeats = self.config.get("repeats")
+        if isinstance(repeats, int) and repeats < 1:
+            raise ValueError(f"repeats={repeats}: a sweep needs at least one repeat per variant; "
+                             "use repeats=1 or more (default 5)")
+        analysis = self.config.get("analysis") or {}
+        controls = dict(analysis.get("controls") or {})
+        if analysis.get("control"):  # a control named in config: nothing to add
+            controls = {}
+        self.params, arguments, added = add_controls(dict(self.params), list(arguments), controls)
+        if added:
+            sweep_dir = Path(str(self.config.hydra.sweep.dir))
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+            (sweep_dir / CONTROL_FILE).write_text(json.dumps({"added": added}))
+            _grow_planned_jobs(sweep_dir, added, arguments, self.params)
+            log.info("Added the control " + ", ".join(f"{k}={v}" for k, v in added.items())
+                     + " to the sweep (analysis.control=... names another)")
+        return super().sweep(arguments)
 
     def _is_group(self, name: str) -> bool:
         repository: Any = getattr(self.hydra_context.config_loader, "repository", None)
@@ -96,3 +166,22 @@ class SilasSweeper(BasicSweeper):
         super().validate_batch_is_legal(chosen)
         log.info(f"Checked {len(chosen)} distinct job config(s) for {len(batch)} jobs "
                  f"in {time.perf_counter() - tic:.2f} s")
+
+
+def _grow_planned_jobs(sweep_dir: Path, added: dict[str, str], arguments: list[str],
+                       params: dict[str, str]) -> None:
+    """Progress lines count planned jobs from the command line; count the
+    added control's jobs too."""
+    try:
+        from silas_exp.tracking.jobs import SweepInfo
+
+        info = SweepInfo.read(sweep_dir)
+        if info is not None and info.jobs_total:
+            for group in added:
+                value = dict(a.partition("=")[::2] for a in arguments).get(group, params.get(group))
+                n = len(_options(value) or []) if value else 0
+                if n > 1:
+                    info.jobs_total = info.jobs_total * n // (n - 1)
+            info.write(sweep_dir)
+    except Exception:  # progress is a nicety; never fail a sweep for it
+        return

@@ -1,36 +1,48 @@
 """Ablation statistics (§19.5, §20.6): each variant against the control, per
-metric, on paired per-case differences that respect clustering of repeats."""
+metric, on paired per-case differences that respect clustering of repeats,
+and a non-inferiority verdict per variant (silas_exp.stats.noninferiority).
+
+The verdict rule: a variant **ships** only when, for every gated metric, the
+worse-side bound of the (expanded) cluster-bootstrap CI of its paired
+difference lies within the metric's margin, and it has no more errored cases
+than the control and passes at least one case. It is **not shipped** when any
+gated metric is worse beyond its margin with confidence, or it errors more.
+Everything else is **inconclusive**, with the cases needed to decide.
+"""
 
 from __future__ import annotations
 
 import math
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from silas_exp.analysis.data import SweepData
+from silas_exp.analysis.data import BASELINE, SweepData
+from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
-from silas_exp.metrics.names import higher_is_better
+from silas_exp.metrics.registry import SuiteKind, gated_for, reported_for, spec
 from silas_exp.stats import (
+    MetricCall,
+    Oriented,
+    Outcome,
     Verdict,
     benjamini_hochberg,
+    cases_needed,
     cluster_bootstrap_ci,
     cohens_dz,
+    combine,
     holm,
-    may_ship,
+    metric_call,
     paired_permutation,
     paired_wilcoxon,
-    required_n_paired,
-    sprt_run,
+    sprt_with_pilot,
     verdict,
 )
 
-DEFAULT_METRICS = (
-    "context.retrieval_relevance", "ir.ndcg_at_10", "context.tokens_per_served_need",
-    "feedback.exclusion_auc", "feedback.exclusion_rate", "summary.pass", "context.re_retrievals",
-)
-DEFAULT_GATED = ("context.retrieval_relevance", "ir.ndcg_at_10", "context.tokens_per_served_need",
-                 "summary.pass")
+ERROR_METRIC, PASS_METRIC = "summary.error", "summary.pass"
+REFERENCE = ("scorer=oracle", "scorer=random")  # the sanity bracket: ceiling and floor
 
 
 @dataclass
@@ -48,9 +60,29 @@ class Comparison:
     dz: float
     n_cases: int
     n_repeats: int
-    n_needed: int | None
+    n_pairs: int  # (case, repeat) pairs the difference was computed on
+    margin: float
     verdict: Verdict
+    call: MetricCall | None = None  # gated metrics only
+    n_needed: int | None = None
     sprt: str | None = None
+
+
+@dataclass
+class VariantVerdict:
+    variant: str
+    outcome: Outcome
+    reasons: list[str]
+    n_needed: int | None = None
+    n_repeats: int = 0
+
+
+@dataclass
+class Sensitivity:
+    metric: str
+    gap: float  # oracle − random, oriented (positive = oracle better)
+    separation: float  # gap in per-case standard deviations
+    sensitive: bool
 
 
 @dataclass
@@ -59,83 +91,232 @@ class AblationResult:
     command: str
     control: str
     control_reason: str
+    suite_kind: SuiteKind
     metrics: list[str]
     gated: list[str]
     correction: str
+    confidence: float
     control_summary: dict[str, tuple[float, float]]
     comparisons: list[Comparison] = field(default_factory=list)
-    ship: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    verdicts: dict[str, VariantVerdict] = field(default_factory=dict)
+    sensitivity: dict[str, Sensitivity] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def table(self, metric: str) -> list[Comparison]:
         return [c for c in self.comparisons if c.metric == metric]
 
+    def insensitive(self) -> list[str]:
+        return [m for m in self.gated if m in self.sensitivity and not self.sensitivity[m].sensitive]
 
-def pick_control(data: SweepData, control: str | None) -> tuple[str, str]:
+
+def _matches_control(variant: str, controls: dict[str, str]) -> bool:
+    parts = dict(p.partition("=")[::2] for p in variant.split(","))
+    named = [k for k in parts if k in controls]
+    return bool(named) and all(parts[k] == controls[k] for k in named)
+
+
+def pick_control(data: SweepData, settings: AnalysisSettings) -> tuple[str, str]:
+    """Explicit choice, else the promoted baseline, else the §19.5 control."""
     variants = data.variants()
-    if control:
-        if control not in variants:
-            raise AnalysisError(f"control {control!r} is not a variant of sweep {data.sweep_id}; "
-                                f"variants: {variants}")
-        return control, "given with --control"
-    for v in variants:
-        if v.endswith("scorer=heuristic") or v == "scorer=heuristic":
-            return v, "the heuristic-only control of §19.5"
-    return variants[0], "no heuristic variant in the sweep: first variant alphabetically"
+    if settings.control:
+        if settings.control == BASELINE:
+            if data.baseline is None:
+                raise AnalysisError("analysis.control=baseline but the suite has no promoted "
+                                    "baseline; promote one with `silas-exp baseline promote RUN`")
+        elif settings.control not in variants:
+            raise AnalysisError(f"control {settings.control!r} is not a variant of sweep "
+                                f"{data.sweep_id}; variants: {variants}")
+        return settings.control, "named with analysis.control / --control"
+    if settings.use_baseline and data.baseline is not None:
+        shared = set(data.baseline.cases) & set().union(*[j.cases for j in data.jobs])
+        return BASELINE, (f"the suite's promoted baseline run {data.baseline.run_id or ''}, compared "
+                          f"on the {len(shared)} cases it shares with the sweep (its one run is "
+                          "paired with every repeat)")
+    found = [v for v in variants if _matches_control(v, settings.controls)]
+    if len(found) == 1:
+        what = ", ".join(f"{k}={v}" for k, v in settings.controls.items() if f"{k}={v}" in found[0])
+        why = ("the §19.5 control: heuristic-only eviction" if "scorer=" in what
+               else "the default eviction strategy")
+        if data.added_control:
+            why += "; not listed in the sweep, so the sweep ran it itself"
+        return found[0], f"{why} ({what})"
+    raise AnalysisError(
+        f"sweep {data.sweep_id}: no control among the variants {variants}. Name one with "
+        "analysis.control=<variant> (or --control), or sweep a group with a §19.5 control "
+        f"({', '.join(f'{k}={v}' for k, v in settings.controls.items())})")
 
 
-RUN_METRIC = {"summary.pass": "summary.pass_rate"}  # per-case name -> run-level name
+def suite_kind(data: SweepData) -> SuiteKind:
+    probe = any("probe.overall" in row for j in data.jobs for row in j.cases.values())
+    return "probe" if probe else "replay"
 
 
-def _mean_sd(values: list[float]) -> tuple[float, float]:
-    v = np.array([x for x in values if not math.isnan(x)])
-    if len(v) == 0:
+def _per_repeat(values: np.ndarray) -> tuple[float, float]:
+    """Mean ± sd over repeats of the per-repeat mean over cases."""
+    with _quiet():
+        runs = np.nanmean(values, axis=0) if values.size else np.array([])
+    runs = runs[~np.isnan(runs)]
+    if len(runs) == 0:
         return math.nan, math.nan
-    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else math.nan
+    return float(runs.mean()), float(runs.std(ddof=1)) if len(runs) > 1 else math.nan
 
 
-def ablation(data: SweepData, control: str | None = None, metrics=DEFAULT_METRICS,
-             gated=DEFAULT_GATED, correction: str = "holm", alpha: float = 0.05,
-             n_resamples: int = 1000, seed: int = 0, use_sprt: bool = False,
+@contextmanager
+def _quiet():
+    """All-NaN rows (a case no pair completed) are expected: no warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def _compare(data: SweepData, variant: str, control: str, metric: str, s: AnalysisSettings,
+             margin: float, mde: float | None, use_sprt: bool) -> Comparison | None:
+    cases, m = data.matrix(variant, control, metric)
+    m = m[~np.all(np.isnan(m), axis=1)] if len(cases) else m
+    if m.size == 0 or np.all(np.isnan(m)):
+        return None
+    ci = cluster_bootstrap_ci(m, n_resamples=s.n_resamples, confidence=s.confidence, seed=s.seed,
+                              expanded=True)
+    with _quiet():
+        per_case = np.nanmean(m, axis=1)
+    mean, sd = _per_repeat(data.case_values(variant, metric))
+    sprt = None
+    if use_sprt:
+        if mde and len(per_case) > 6:
+            sprt = sprt_with_pilot(per_case, delta=mde, pilot=5).decision
+        else:
+            sprt = "needs --mde and more than 6 cases"
+    return Comparison(variant, metric, mean, sd, ci.estimate, ci.low, ci.high,
+                      paired_permutation(per_case, seed=s.seed).pvalue,
+                      paired_wilcoxon(per_case).pvalue, math.nan, cohens_dz(per_case), len(m),
+                      m.shape[1], int(np.sum(~np.isnan(m))), margin, Verdict.NO_DIFFERENCE,
+                      sprt=sprt)
+
+
+def _error_rule(data: SweepData, variant: str, control: str) -> tuple[MetricCall, str | None]:
+    """Errors are counted, not estimated: more errored (case, repeat) pairs than
+    the control stops the variant."""
+    _, m = data.matrix(variant, control, ERROR_METRIC)
+    d = np.where(np.isnan(m), 0, m)
+    v_err, c_err = int(np.sum(d > 0)), int(np.sum(d < 0))
+    if v_err > c_err:
+        return MetricCall.INFERIOR, (f"errors: {v_err} case runs errored where the control's did "
+                                     f"not, {c_err} the other way (of {m.size} paired case runs)")
+    return MetricCall.NONINFERIOR, None
+
+
+def sensitivity_of(data: SweepData, settings: AnalysisSettings | None = None
+                   ) -> dict[str, Sensitivity]:
+    """Oracle-vs-random separation of the suite's gated metrics (needs both)."""
+    s = settings or AnalysisSettings()
+    kind = suite_kind(data)
+    gated = list(s.gate) if s.gate else gated_for(kind)
+    margins = {m: s.margins.get(m, spec(m).margin_for(_per_repeat(
+        data.case_values(REFERENCE[1], m))[0])) for m in gated}
+    return _sensitivity(data, gated, margins, s.sensitivity_floor)
+
+
+def _sensitivity(data: SweepData, metrics: list[str], margins: dict[str, float],
+                 floor: float) -> dict[str, Sensitivity]:
+    oracle, rnd = REFERENCE
+    if not {oracle, rnd} <= set(data.variants()):
+        return {m: Sensitivity(m, **v) for m, v in (data.sensitivity or {}).items()
+                if m in metrics}
+    out = {}
+    for metric in metrics:
+        if metric == ERROR_METRIC:
+            continue
+        _, m = data.matrix(oracle, rnd, metric)
+        with _quiet():
+            per_case = np.nanmean(m, axis=1) if m.size else np.array([])
+        per_case = per_case[~np.isnan(per_case)]
+        if len(per_case) < 2:
+            continue
+        sign = -1.0 if spec(metric).direction == "lower" else 1.0
+        gap = sign * float(per_case.mean())
+        sd = float(per_case.std(ddof=1))
+        sep = gap / sd if sd > 0 else (math.inf if gap > 0 else 0.0)
+        ok = sep >= floor and gap > margins.get(metric, 0.0)
+        out[metric] = Sensitivity(metric, gap, sep, ok)
+    return out
+
+
+def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
+             metrics: list[str] | None = None, use_sprt: bool = False,
              mde: float | None = None) -> AblationResult:
-    control, reason = pick_control(data, control)
+    s = settings or AnalysisSettings()
+    control, reason = pick_control(data, s)
     variants = [v for v in data.variants() if v != control]
     if not variants:
         raise AnalysisError(f"sweep {data.sweep_id} has only the control variant {control!r}")
-    result = AblationResult(data.sweep_id, data.command, control, reason, list(metrics), list(gated),
-                            correction, {})
-    for metric in metrics:
-        run_metric = RUN_METRIC.get(metric, metric)
-        result.control_summary[metric] = _mean_sd(data.run_values(control, run_metric))
-        rows = []
-        for variant in variants:
-            cases, m = data.matrix(variant, control, metric)
-            if len(cases) == 0 or np.all(np.isnan(m)):
-                continue
-            m = m[~np.all(np.isnan(m), axis=1)]  # cases where the metric never applied
-            if len(m) == 0:
-                continue
-            per_case = np.nanmean(m, axis=1)
-            ci = cluster_bootstrap_ci(m, n_resamples=n_resamples, seed=seed)
-            perm = paired_permutation(per_case, seed=seed)
-            sd = float(np.std(per_case, ddof=1)) if len(per_case) > 1 else math.nan
-            target = mde if mde is not None else ci.estimate
-            mean, spread = _mean_sd(data.run_values(variant, run_metric))
-            sprt = None
-            if use_sprt and sd > 0 and target:
-                sprt = sprt_run(per_case, delta=target, sigma=sd).decision
-            rows.append(Comparison(
-                variant, metric, mean, spread, ci.estimate, ci.low, ci.high, perm.pvalue,
-                paired_wilcoxon(per_case).pvalue, math.nan, cohens_dz(per_case), len(cases),
-                m.shape[1], required_n_paired(sd, target) if sd > 0 else None,
-                Verdict.NO_DIFFERENCE, sprt))
-        adjust = holm if correction == "holm" else benjamini_hochberg
-        adjusted = adjust([r.p_perm for r in rows]) if rows else []
-        for r, p in zip(rows, adjusted, strict=True):
+    kind = suite_kind(data)
+    gated = list(s.gate) if s.gate else gated_for(kind)
+    if PASS_METRIC not in gated:
+        gated.append(PASS_METRIC)
+    if ERROR_METRIC not in gated:
+        gated.append(ERROR_METRIC)  # errors always gate
+    shown = list(dict.fromkeys(gated + list(metrics or reported_for(kind))))
+    result = AblationResult(data.sweep_id, data.command, control, reason, kind, shown, [],
+                            s.correction, s.confidence, {})
+    margins: dict[str, float] = {}
+    for metric in shown:
+        mspec = spec(metric)
+        cmean, csd = _per_repeat(data.case_values(control, metric))
+        result.control_summary[metric] = (cmean, csd)
+        margins[metric] = s.margins.get(metric, mspec.margin_for(cmean))
+        rows = [c for v in variants
+                if (c := _compare(data, v, control, metric, s, margins[metric], mde, use_sprt))]
+        if metric in gated and not rows:
+            result.notes.append(f"{metric} has no value on any shared case of this suite; it "
+                                "cannot gate here")
+            continue
+        adjust = holm if s.correction == "holm" else benjamini_hochberg
+        for r, p in zip(rows, adjust([r.p_perm for r in rows]) if rows else [], strict=True):
             r.p_adjusted = float(p)
-            r.verdict = verdict(r.ci_low, r.ci_high, r.p_adjusted, higher_is_better(metric), alpha)
+            if mspec.direction != "none":
+                r.verdict = verdict(r.ci_low, r.ci_high, r.p_adjusted, mspec.higher_is_better,
+                                    1 - s.confidence)
+            if metric in gated and metric != ERROR_METRIC:
+                d = Oriented.of(r.delta, r.ci_low, r.ci_high, mspec.direction)
+                r.call = metric_call(d, r.margin)
+                if r.call is MetricCall.UNDECIDED:
+                    r.n_needed = cases_needed(d, r.margin, r.n_cases)
+        if metric in gated:
+            result.gated.append(metric)
         result.comparisons += rows
+    result.sensitivity = _sensitivity(data, result.gated, margins, s.sensitivity_floor)
     for variant in variants:
-        gated_verdicts = {c.metric: c.verdict for c in result.comparisons
-                          if c.variant == variant and c.metric in gated}
-        result.ship[variant] = may_ship(gated_verdicts)
+        result.verdicts[variant] = _decide(data, result, variant, control)
     return result
+
+
+def _decide(data: SweepData, r: AblationResult, variant: str, control: str) -> VariantVerdict:
+    rows = {c.metric: c for c in r.comparisons if c.variant == variant}
+    calls: dict[str, MetricCall] = {}
+    reasons: list[str] = []
+    for metric in r.gated:
+        if metric == ERROR_METRIC:
+            calls[metric], why = _error_rule(data, variant, control)
+            reasons += [why] if why else []
+            continue
+        c = rows.get(metric)
+        calls[metric] = c.call if c and c.call else MetricCall.UNDECIDED
+        if c is None:
+            reasons.append(f"{metric}: no paired value")
+        elif c.call is MetricCall.INFERIOR:
+            reasons.append(f"{metric} worse beyond its margin {c.margin:.3g} "
+                           f"(Δ {c.delta:+.4f} [{c.ci_low:+.4f}, {c.ci_high:+.4f}])")
+        elif c.call is MetricCall.UNDECIDED:
+            reasons.append(f"{metric}: CI [{c.ci_low:+.4f}, {c.ci_high:+.4f}] crosses the "
+                           f"margin {c.margin:.3g}")
+    passes = data.case_values(variant, PASS_METRIC)
+    if np.nansum(passes) == 0 and np.any(~np.isnan(passes)):
+        calls["zero_pass"] = MetricCall.INFERIOR
+        reasons.insert(0, "passes no case")
+    outcome = combine(calls)
+    if outcome is Outcome.SHIP:
+        reasons = [f"non-inferior on every gated metric ({', '.join(r.gated)})"]
+    needed = [c.n_needed for c in rows.values() if c.n_needed]
+    n_rep = max((c.n_repeats for c in rows.values()), default=0)
+    return VariantVerdict(variant, outcome, reasons,
+                          max(needed) if needed and outcome is Outcome.INCONCLUSIVE else None, n_rep)

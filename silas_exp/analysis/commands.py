@@ -15,21 +15,48 @@ def _reader(args):
     return Reader(args.tracking_uri)
 
 
+def ablation_settings(args):
+    """``--control``, ``--gate``, ``--margin KEY=VALUE`` … as AnalysisSettings
+    (validated like the config group, same errors)."""
+    from pydantic import ValidationError
+
+    from silas_exp.analysis.settings import AnalysisSettings
+    from silas_exp.config import pydantic_error_to_config_error
+
+    raw = {"control": args.control, "use_baseline": not args.no_baseline,
+           "correction": args.correction, "confidence": args.confidence}
+    if args.gate:
+        raw["gate"] = args.gate
+    margins = {}
+    for item in args.margin:
+        key, sep, value = item.partition("=")
+        try:
+            margins[key] = float(value) if sep else float("nan")
+        except ValueError:
+            margins[key] = float("nan")
+    raw["margins"] = margins
+    try:
+        return AnalysisSettings.model_validate(raw)
+    except ValidationError as exc:
+        raise pydantic_error_to_config_error(exc, prefix="analysis") from None
+
+
 def cmd_ablation(args) -> int:
-    from silas_exp.analysis.ablation import DEFAULT_GATED, DEFAULT_METRICS, ablation
-    from silas_exp.analysis.data import load_sweep_dir
+    from silas_exp.analysis.ablation import ablation
+    from silas_exp.analysis.data import load_baseline, load_sweep_dir
     from silas_exp.analysis.plots import ablation_plots
     from silas_exp.analysis.report import ablation_markdown
 
+    settings = ablation_settings(args)
+    suite_dir = Path(args.suite_dir) if args.suite_dir else None
     if Path(args.sweep).is_dir():
-        data, parent = load_sweep_dir(Path(args.sweep)), None
+        data, parent = load_sweep_dir(Path(args.sweep), suite_dir), None
     else:
         from silas_exp.tracking.reader import load_sweep_from_mlflow
 
         data, parent = load_sweep_from_mlflow(args.tracking_uri, args.sweep)
-    result = ablation(data, args.control, args.metrics or DEFAULT_METRICS,
-                      args.gate_metrics or DEFAULT_GATED, args.correction, args.alpha,
-                      use_sprt=args.sprt, mde=args.mde)
+        data.baseline = load_baseline(suite_dir) if suite_dir else None
+    result = ablation(data, settings, metrics=args.metrics, use_sprt=args.sprt, mde=args.mde)
     out = Path(args.out or f"ablation-{data.sweep_id}")
     plots = ablation_plots(result, data, out)
     md = ablation_markdown(result, [p.name for p in plots])
@@ -43,6 +70,35 @@ def cmd_ablation(args) -> int:
     return 0
 
 
+def cmd_sensitivity(args) -> int:
+    """Oracle-vs-random separation of the gated metrics from a sanity sweep; with
+    --suite-dir, stored as the suite's sensitivity.json for later ablations."""
+    import json
+    from dataclasses import asdict
+
+    from silas_exp.analysis.ablation import REFERENCE, sensitivity_of
+    from silas_exp.analysis.data import SENSITIVITY_FILE, load_sweep_dir
+    from silas_exp.metrics.names import labelled
+
+    data = load_sweep_dir(Path(args.sweep))
+    missing = [v for v in REFERENCE if v not in data.variants()]
+    if missing:
+        raise AnalysisError(f"{args.sweep}: no {', '.join(missing)} jobs; run "
+                            "`python -m silas_exp -m experiment=sanity` on the suite first")
+    result = sensitivity_of(data)
+    print("| metric | oracle − random | per-case SDs | sensitive |\n|---|---|---|---|")
+    for m, s in result.items():
+        print(f"| {labelled(m)} | {s.gap:+.4f} | {s.separation:.2f} | "
+              f"{'yes' if s.sensitive else 'NO (insensitive here)'} |")
+    if args.suite_dir:
+        out = Path(args.suite_dir) / SENSITIVITY_FILE
+        out.write_text(json.dumps({"sweep": data.sweep_id, "metrics": {
+            m: {k: v for k, v in asdict(s).items() if k != "metric"} for m, s in result.items()}},
+            indent=1) + "\n")
+        print(f"written: {out}")
+    return 0 if all(s.sensitive for s in result.values()) else 1
+
+
 def _job(reader, run_id):
     from silas_exp.analysis.data import job_from_result
 
@@ -52,7 +108,7 @@ def _job(reader, run_id):
 def cmd_compare(args) -> int:
     import numpy as np
 
-    from silas_exp.metrics.names import display_name
+    from silas_exp.metrics.names import labelled
     from silas_exp.metrics.shadow import eviction_shadow
     from silas_exp.stats import cluster_bootstrap_ci, paired_permutation
 
@@ -70,7 +126,7 @@ def cmd_compare(args) -> int:
             ci = cluster_bootstrap_ci(diffs)
             p = paired_permutation(diffs[~np.isnan(diffs)]).pvalue
         cis = f"[{ci.low:+.4f}, {ci.high:+.4f}]" if ci else ""
-        print(f"| {display_name(key)} | {a.metrics[key]:.4f} | {b.metrics[key]:.4f} | "
+        print(f"| {labelled(key)} | {a.metrics[key]:.4f} | {b.metrics[key]:.4f} | "
               f"{b.metrics[key] - a.metrics[key]:+.4f} | {cis} | {'' if p is None else f'{p:.3f}'} |")
     flips = [(c, a.status.get(c), b.status.get(c)) for c in shared if a.status.get(c) != b.status.get(c)]
     print("\nPer-case flips:" if flips else "\nNo per-case status flips.")
@@ -78,10 +134,12 @@ def cmd_compare(args) -> int:
         print(f"- {c}: {sa} → {sb}")
     print("\nShadow diff of eviction orders (Kendall tau / Jaccard / top-1 changed / class):")
     for c in shared:
-        d = eviction_shadow(a.outputs.get(c, ""), b.outputs.get(c, ""))
+        d = eviction_shadow(a.evictions.get(c), b.evictions.get(c))
         if d is not None:
+            again = (f", re-evictions {d.re_evictions_a}/{d.re_evictions_b}"
+                     if d.re_evictions_a or d.re_evictions_b else "")
             print(f"- {c}: tau {d.kendall_tau:.3f}, jaccard {d.jaccard:.3f}, "
-                  f"top-1 {'changed' if d.top1_changed else 'same'}, {d.classification}")
+                  f"top-1 {'changed' if d.top1_changed else 'same'}, {d.classification}{again}")
     return 0
 
 
@@ -177,15 +235,27 @@ def register(sub, default_uri) -> None:
 
     p = add("ablation", cmd_ablation, "ablation statistics and report of a sweep (id or folder)")
     p.add_argument("sweep", help="sweep id (MLflow) or sweep folder (multirun/…)")
-    p.add_argument("--control", help="control variant, e.g. scorer=heuristic")
-    p.add_argument("--metrics", nargs="*")
-    p.add_argument("--gate-metrics", nargs="*")
+    p.add_argument("--control", help="control variant (e.g. scorer=heuristic) or 'baseline'; "
+                   "default: the suite's promoted baseline, else the §19.5 control")
+    p.add_argument("--suite-dir", help="suite folder whose baseline.json may be the control")
+    p.add_argument("--no-baseline", action="store_true", help="never use the promoted baseline")
+    p.add_argument("--metrics", nargs="*", help="metrics to report (default: by suite kind)")
+    p.add_argument("--gate", nargs="*", help="gated metrics (default: the registry's for the suite)")
+    p.add_argument("--margin", action="append", default=[], metavar="METRIC=VALUE",
+                   help="non-inferiority margin of a metric, in its units")
     p.add_argument("--correction", choices=["holm", "bh"], default="holm")
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--mde", type=float, help="difference to size the power figure for")
-    p.add_argument("--sprt", action="store_true", help="also run a sequential test per variant")
+    p.add_argument("--confidence", type=float, default=0.95, help="two-sided CI level")
+    p.add_argument("--mde", type=float, help="pre-set effect size for --sprt")
+    p.add_argument("--sprt", action="store_true",
+                   help="also run a sequential test per variant (needs --mde; sigma from a "
+                        "5-case pilot)")
     p.add_argument("--out", help="output folder (default: ablation-<sweep id>)")
     p.add_argument("--log", action="store_true", help="attach the report to the sweep's parent run")
+
+    p = add("sensitivity", cmd_sensitivity,
+            "oracle-vs-random separation of the gated metrics (exit 1 if any is insensitive)")
+    p.add_argument("sweep", help="folder of an experiment=sanity sweep")
+    p.add_argument("--suite-dir", help="store the figures as <suite-dir>/sensitivity.json")
 
     p = add("compare", cmd_compare, "two runs side by side with paired statistics and flips")
     p.add_argument("run_a")

@@ -14,6 +14,12 @@ import numpy as np
 
 from silas_exp.errors import AnalysisError
 
+NOT_COMPLETED = ("error", "timeout")
+# per-case outcomes compared over every case, errored ones included; every
+# other metric is compared on the cases both jobs completed
+OUTCOME_METRICS = ("summary.pass", "summary.error")
+BASELINE = "baseline"  # variant name of a promoted baseline used as the control
+
 
 @dataclass
 class JobData:
@@ -23,7 +29,11 @@ class JobData:
     cases: dict[str, dict[str, float]]  # case_id -> per-case metrics (+ pass, latency_ms, judge)
     outputs: dict[str, str] = field(default_factory=dict)  # case_id -> actual_output
     run_id: str | None = None
-    status: dict[str, str] = field(default_factory=dict)  # case_id -> pass/fail/error
+    status: dict[str, str] = field(default_factory=dict)  # case_id -> pass/fail/error/...
+    evictions: dict[str, list[str]] = field(default_factory=dict)  # case_id -> eviction order
+
+    def completed(self, case_id: str) -> bool:
+        return self.status.get(case_id, "error") not in NOT_COMPLETED
 
 
 @dataclass
@@ -31,6 +41,11 @@ class SweepData:
     sweep_id: str
     command: str
     jobs: list[JobData]
+    swept_keys: list[str] = field(default_factory=list)
+    baseline: JobData | None = None  # a promoted baseline run, usable as the control
+    added_control: str | None = None  # a control variant the sweep added itself
+    # metric -> {gap, separation, sensitive}: the suite's stored oracle-vs-random figures
+    sensitivity: dict[str, dict] | None = None
 
     def variants(self) -> list[str]:
         return sorted({j.variant for j in self.jobs})
@@ -38,40 +53,80 @@ class SweepData:
     def jobs_of(self, variant: str) -> dict[int, JobData]:
         return {j.repeat: j for j in self.jobs if j.variant == variant}
 
+    def _pairs(self, variant: str, control: str) -> list[tuple[int, JobData, JobData]]:
+        a = self.jobs_of(variant)
+        if control == BASELINE and self.baseline is not None:
+            return [(r, a[r], self.baseline) for r in sorted(a)]  # one baseline run for all repeats
+        b = self.jobs_of(control)
+        return [(r, a[r], b[r]) for r in sorted(set(a) & set(b))]
+
     def matrix(self, variant: str, control: str, metric: str) -> tuple[list[str], np.ndarray]:
-        """Paired differences variant − control: shared cases × shared repeats (NaN = missing)."""
-        a, b = self.jobs_of(variant), self.jobs_of(control)
-        repeats = sorted(set(a) & set(b))
-        cases = sorted(set.intersection(*[set(a[r].cases) & set(b[r].cases) for r in repeats])) \
-            if repeats else []
-        m = np.full((len(cases), len(repeats)), np.nan)
-        for j, r in enumerate(repeats):
+        """Paired differences variant − control: shared cases × shared repeats
+        (NaN = missing). Outside ``OUTCOME_METRICS`` a pair counts only where
+        both jobs completed the case: an errored case cannot drop out of one
+        side's mean and flatter it (the error gate counts errors instead)."""
+        pairs = self._pairs(variant, control)
+        cases = sorted(set.intersection(*[set(a.cases) & set(b.cases) for _, a, b in pairs])) \
+            if pairs else []
+        m = np.full((len(cases), len(pairs)), np.nan)
+        outcome = metric in OUTCOME_METRICS
+        for j, (_, a, b) in enumerate(pairs):
             for i, c in enumerate(cases):
-                va, vb = a[r].cases[c].get(metric, math.nan), b[r].cases[c].get(metric, math.nan)
-                m[i, j] = va - vb
+                if not outcome and not (a.completed(c) and b.completed(c)):
+                    continue
+                m[i, j] = a.cases[c].get(metric, math.nan) - b.cases[c].get(metric, math.nan)
         return cases, m
+
+    def case_values(self, variant: str, metric: str) -> np.ndarray:
+        """cases × repeats of one variant (NaN = missing or not completed)."""
+        jobs = ([self.baseline] if variant == BASELINE and self.baseline else
+                [j for _, j in sorted(self.jobs_of(variant).items())])
+        cases = sorted(set().union(*[j.cases for j in jobs])) if jobs else []
+        out = np.full((len(cases), len(jobs)), np.nan)
+        for j, job in enumerate(jobs):
+            for i, c in enumerate(cases):
+                if c in job.cases and (metric in OUTCOME_METRICS or job.completed(c)):
+                    out[i, j] = job.cases[c].get(metric, math.nan)
+        return out
 
     def run_values(self, variant: str, metric: str) -> list[float]:
         return [j.metrics.get(metric, math.nan) for j in sorted(self.jobs_of(variant).values(),
                                                                    key=lambda j: j.repeat)]
 
 
+def case_outcomes(status: str) -> dict[str, float]:
+    """Per-case §20.2 outcome metrics: an errored case has not passed (it counts,
+    never vanishes); a skipped case was not judged (NaN)."""
+    return {"summary.pass": math.nan if status == "skipped" else float(status == "pass"),
+            "summary.error": float(status in NOT_COMPLETED)}
+
+
 def job_from_result(data: dict[str, Any], run_id: str | None = None) -> JobData:
-    cases, outputs, status = {}, {}, {}
+    cases, outputs, status, evictions = {}, {}, {}, {}
     for r in (data.get("run") or {}).get("results", []):
         row = dict(r.get("metrics", {}))
-        row["summary.pass"] = 1.0 if r["status"] == "pass" else 0.0
+        row.update(case_outcomes(r["status"]))
         row["latency_ms"] = float(r["latency_ms"])
+        row["token_cost"] = float(r.get("token_cost", 0))
         if r.get("llm_judge_score") is not None:
             row["llm_judge_score"] = float(r["llm_judge_score"])
         cases[r["case_id"]] = row
         outputs[r["case_id"]] = r.get("actual_output") or ""
         status[r["case_id"]] = r["status"]
+        if r.get("evicted") is not None:
+            evictions[r["case_id"]] = list(r["evicted"])
+        elif (r.get("actual_output") or "").startswith('{"evicted"'):  # result files of format 1
+            evictions[r["case_id"]] = json.loads(r["actual_output"])["evicted"]
     return JobData(data["variant"], int(data["repeat"]), dict(data.get("metrics", {})), cases,
-                   outputs, run_id, status)
+                   outputs, run_id, status, evictions)
 
 
-def load_sweep_dir(sweep_dir: Path) -> SweepData:
+CONTROL_FILE = "control.json"  # written by the sweeper when it added the control variant
+
+
+def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None) -> SweepData:
+    """Finished jobs of a sweep folder; with ``suite_dir``, the suite's promoted
+    baseline too (a candidate control)."""
     from silas_exp.tracking.jobs import SweepInfo
 
     info = SweepInfo.read(sweep_dir)
@@ -82,7 +137,43 @@ def load_sweep_dir(sweep_dir: Path) -> SweepData:
             jobs.append(job_from_result(data))
     if not jobs:
         raise AnalysisError(f"{sweep_dir}: no finished job with results")
-    return SweepData(info.sweep_id if info else sweep_dir.name, info.command if info else "", jobs)
+    added = None
+    if (sweep_dir / CONTROL_FILE).is_file():
+        added = ",".join(f"{k}={v}" for k, v in
+                         json.loads((sweep_dir / CONTROL_FILE).read_text())["added"].items())
+    return SweepData(info.sweep_id if info else sweep_dir.name, info.command if info else "", jobs,
+                     list(info.swept_keys) if info else [],
+                     baseline=load_baseline(suite_dir) if suite_dir else None, added_control=added,
+                     sensitivity=load_sensitivity(suite_dir) if suite_dir else None)
+
+
+SENSITIVITY_FILE = "sensitivity.json"  # in the suite folder: silas-exp sensitivity writes it
+
+
+def load_sensitivity(suite_dir: Path) -> dict[str, dict] | None:
+    path = Path(suite_dir) / SENSITIVITY_FILE
+    if not path.is_file():
+        return None
+    try:
+        return dict(json.loads(path.read_text())["metrics"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise AnalysisError(f"{path}: not readable ({exc}); write it again with `silas-exp "
+                            "sensitivity SANITY_SWEEP --suite-dir ...`") from None
+
+
+def load_baseline(suite_dir: Path) -> JobData | None:
+    """The suite's promoted baseline (``baseline.json``, §20.5), if any."""
+    path = Path(suite_dir) / "baseline.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        job = job_from_result({"variant": BASELINE, "repeat": 0, "metrics": data.get("metrics", {}),
+                               "run": data["run"]}, (data.get("pins") or {}).get("run_id"))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise AnalysisError(f"{path}: not a readable baseline ({exc}); promote a run again with "
+                            "`silas-exp baseline promote RUN`") from None
+    return job
 
 
 def latest_per_job(runs: Iterable[Any]) -> list[Any]:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from silas_exp.errors import ConfigError
-from silas_exp.metrics.names import higher_is_better
+from silas_exp.metrics.registry import find_spec
 
 
 @dataclass(frozen=True)
@@ -19,9 +19,14 @@ class GateResult:
     passed: bool
 
     def line(self) -> str:
-        op = ">=" if higher_is_better(self.metric) else "<="
+        op = "<=" if _lower(self.metric) else ">="
         mark = "ok  " if self.passed else "FAIL"
         return f"{mark} {self.metric} = {self.value:.4f} (required {op} {self.bound})"
+
+
+def _lower(key: str) -> bool:
+    found = find_spec(key)
+    return found is not None and found.direction == "lower"
 
 
 def parse_gates(specs: Sequence[str]) -> dict[str, float]:
@@ -43,7 +48,11 @@ def check_gates(metrics: Mapping[str, float], gates: Mapping[str, float]) -> lis
     for key, bound in gates.items():
         if key not in metrics:
             raise ConfigError(f"--fail-under {key}: no such metric; known: {sorted(metrics)[:12]} …")
+        found = find_spec(key)
+        if found is None or found.direction == "none":
+            raise ConfigError(f"--fail-under {key}: the metric has no declared direction, so it "
+                              "cannot be gated; gate a metric that is better higher or lower")
         value = metrics[key]
-        ok = not math.isnan(value) and (value >= bound if higher_is_better(key) else value <= bound)
+        ok = not math.isnan(value) and (value <= bound if _lower(key) else value >= bound)
         results.append(GateResult(key, bound, value, ok))
     return results

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from silas_exp.analysis.ablation import AblationResult
 from silas_exp.analysis.data import SweepData
-from silas_exp.metrics.names import display_name, higher_is_better
+from silas_exp.metrics.names import display_name
+from silas_exp.metrics.registry import spec
 
 
 def _plt():
@@ -26,14 +27,21 @@ def delta_plot(r: AblationResult, metric: str, out: Path) -> Path | None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 0.6 * len(rows) + 1.5))
     ys = range(len(rows))
+    lower = spec(metric).direction == "lower"
     for y, c in zip(ys, rows, strict=True):
-        color = {"better": "tab:green", "worse": "tab:red"}.get(c.verdict.value, "tab:gray")
+        color = {"non-inferior": "tab:green", "worse beyond margin": "tab:red"}.get(
+            c.call.value if c.call else "", "tab:gray")
         ax.errorbar(c.delta, y, xerr=[[c.delta - c.ci_low], [c.ci_high - c.delta]], fmt="o",
                     color=color, capsize=4)
     ax.axvline(0, color="black", lw=0.8)
+    margin = rows[0].margin
+    if margin == margin and margin > 0:  # not NaN: the non-inferiority boundary, worse side
+        ax.axvline(margin if lower else -margin, color="tab:red", lw=0.8, ls="--",
+                   label="margin (worse side)")
+        ax.legend(loc="best", fontsize=7)
     ax.set_yticks(list(ys), [c.variant for c in rows])
-    arrow = "→ better" if higher_is_better(metric) else "← better"
-    ax.set_xlabel(f"Δ {display_name(metric)} vs {r.control} (95% CI) {arrow}")
+    arrow = "← better" if lower else "→ better"
+    ax.set_xlabel(f"Δ {display_name(metric)} vs {r.control} ({r.confidence:.0%} CI) {arrow}")
     fig.tight_layout()
     path = out / f"delta_{metric.replace('.', '_')}.png"
     fig.savefig(path, dpi=110)

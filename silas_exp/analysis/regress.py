@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from silas_exp.analysis.data import JobData
-from silas_exp.metrics.names import display_name, higher_is_better
+from silas_exp.metrics.names import display_name
+from silas_exp.metrics.registry import spec
 from silas_exp.stats import cluster_bootstrap_ci
 
 GATED = ("context.retrieval_relevance", "ir.ndcg_at_10", "context.tokens_per_served_need")
@@ -72,9 +73,10 @@ def regress(run: JobData, base: JobData, run_id: str, baseline_id: str,
         if len(diffs) < 2 or np.all(np.isnan(diffs)):
             continue
         ci = cluster_bootstrap_ci(diffs, seed=seed)
-        bad = ci.high < 0 if higher_is_better(metric) else ci.low > 0
+        higher = spec(metric).higher_is_better
+        bad = ci.high < 0 if higher else ci.low > 0
         if bad:
-            sign = 1 if higher_is_better(metric) else -1
+            sign = 1 if higher else -1
             worst = sorted((sign * d, c) for d, c in zip(diffs, shared, strict=True) if not math.isnan(d))[:3]
             rep.metric_flags.append(
                 f"{display_name(metric)} dropped beyond noise: Δ {ci.estimate:+.4f} "

@@ -5,10 +5,15 @@ from __future__ import annotations
 import math
 
 from silas_exp.analysis.ablation import AblationResult
-from silas_exp.metrics.names import display_name, higher_is_better
+from silas_exp.metrics.names import display_name
+from silas_exp.metrics.registry import spec
+from silas_exp.stats import Outcome
+
+OUTCOME_TEXT = {Outcome.SHIP: "**ship**", Outcome.DO_NOT_SHIP: "**do not ship**",
+                Outcome.INCONCLUSIVE: "inconclusive"}
 
 
-def _f(x: float, digits: int = 3) -> str:
+def _f(x: float | None, digits: int = 3) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
@@ -16,39 +21,74 @@ def _p(x: float) -> str:
     return "—" if math.isnan(x) else ("<0.001" if x < 0.001 else f"{x:.3f}")
 
 
+def verdict_rule(r: AblationResult) -> str:
+    level = (1 - r.confidence) / 2
+    return (f"**Verdict rule (non-inferiority).** A variant *ships* only when, for every gated "
+            f"metric, the worse-side bound of the {r.confidence:.0%} cluster-bootstrap CI of its "
+            "paired difference with the control lies within the metric's margin (a one-sided "
+            f"test at {level:.1%} per metric; all must pass, so no multiplicity penalty), it has "
+            "no more errored cases than the control, and it passes at least one case. It is "
+            "*not shipped* when a gated metric is worse beyond its margin with that confidence, "
+            "or it errors more. Otherwise it is *inconclusive*: \"not significantly worse\" is "
+            "not evidence of \"no worse\".")
+
+
+def verdict_lines(r: AblationResult) -> list[str]:
+    lines = ["| variant | verdict | why | cases needed to decide |", "|---|---|---|---|"]
+    for v, vv in sorted(r.verdicts.items()):
+        need = f"≈ {vv.n_needed} cases × {vv.n_repeats} repeats" if vv.n_needed else ""
+        lines.append(f"| {v} | {OUTCOME_TEXT[vv.outcome]} | {'; '.join(vv.reasons)} | {need} |")
+    return lines
+
+
 def ablation_markdown(r: AblationResult, plots: list[str] | None = None) -> str:
     lines = [f"# Ablation report — sweep `{r.sweep_id}`", ""]
     if r.command:
         lines += ["Reproduce:", "", "```bash", r.command, "```", ""]
-    lines += [f"Control: **{r.control}** ({r.control_reason}). Differences are variant − control "
-              "on paired cases (same case, same repeat seed); 95% CIs from a cluster bootstrap "
-              "over cases (repeats of a case are not independent), p from a sign-flip permutation "
-              f"test on per-case mean differences, adjusted with "
-              f"{'Holm (gate)' if r.correction == 'holm' else 'Benjamini–Hochberg (exploratory)'} "
-              "across variants. *n needed*: cases for 80% power at the observed difference.", "",
-              "## Verdicts", "", "| variant | may ship | why |", "|---|---|---|"]
-    for variant, (ok, why) in sorted(r.ship.items()):
-        lines.append(f"| {variant} | {'yes' if ok else '**no**'} | {why} |")
-    lines.append("")
-    lines.append(f"Gated metrics: {', '.join(display_name(m) for m in r.gated)}.")
+    lines += [f"Control: **{r.control}** — {r.control_reason}.", "", verdict_rule(r), "",
+              "## Verdicts", "", *verdict_lines(r), "",
+              "Gated metrics (" + r.suite_kind + " suite): "
+              + ", ".join(f"{display_name(m)} ({spec(m).arrow()})" for m in r.gated) + "."]
+    insensitive = r.insensitive()
+    if insensitive:
+        lines += ["", "**Insensitive here:** " + ", ".join(insensitive) + " cannot separate the "
+                  "oracle scorer from the random one on this suite; a verdict on them says little."]
+    lines += [f"- note: {n}" for n in r.notes]
+    lines += ["", "Differences are variant − control on paired cases (same case, same repeat seed; "
+              "pairs where either side errored are left out, errors are gated by count). "
+              f"p: sign-flip permutation test on per-case mean differences, adjusted with "
+              f"{'Holm' if r.correction == 'holm' else 'Benjamini–Hochberg'} across variants; dz: "
+              "mean / sd of per-case differences. They describe; the verdict rule above decides."]
     for metric in r.metrics:
         rows = r.table(metric)
         if not rows:
             continue
-        direction = "higher is better" if higher_is_better(metric) else "lower is better"
+        ms = spec(metric)
         cm, cs = r.control_summary.get(metric, (math.nan, math.nan))
-        lines += ["", f"## {display_name(metric)} ({direction})", "",
-                  "| variant | mean ± sd (repeats) | Δ vs control [95% CI] | p | p adj | dz | "
-                  "cases × repeats | n needed | verdict |",
-                  "|---|---|---|---|---|---|---|---|---|",
-                  f"| {r.control} (control) | {_f(cm)} ± {_f(cs)} | | | | | | | |"]
+        gate = " — gated" if metric in r.gated else ""
+        lines += ["", f"## {display_name(metric)} ({ms.arrow()}, {ms.unit}){gate}", "",
+                  f"{ms.meaning}.", "",
+                  "| variant | mean ± sd (repeats) | Δ vs control [CI] | margin | call | p | p adj "
+                  "| dz | cases × repeats (pairs) | reading |",
+                  "|---|---|---|---|---|---|---|---|---|---|",
+                  f"| {r.control} (control) | {_f(cm)} ± {_f(cs)} | | | | | | | | |"]
         for c in rows:
             sprt = f" (SPRT: {c.sprt})" if c.sprt else ""
+            call = c.call.value if c.call else ""
+            if c.n_needed:
+                call += f" (≈{c.n_needed} cases)"
             lines.append(
                 f"| {c.variant} | {_f(c.mean)} ± {_f(c.sd)} | {c.delta:+.4f} [{c.ci_low:+.4f}, "
-                f"{c.ci_high:+.4f}] | {_p(c.p_perm)} | {_p(c.p_adjusted)} | {_f(c.dz, 2)} | "
-                f"{c.n_cases} × {c.n_repeats} | {c.n_needed if c.n_needed else '—'} | "
+                f"{c.ci_high:+.4f}] | {_f(c.margin, 3)} | {call} | {_p(c.p_perm)} | "
+                f"{_p(c.p_adjusted)} | {_f(c.dz, 2)} | {c.n_cases} × {c.n_repeats} ({c.n_pairs}) | "
                 f"{c.verdict.value}{sprt} |")
+    if r.sensitivity:
+        lines += ["", "## Sensitivity (oracle vs random on this suite)", "",
+                  "| metric | oracle − random (better side) | per-case SDs | sensitive |",
+                  "|---|---|---|---|"]
+        lines += [f"| {display_name(m)} | {s.gap:+.4f} | {s.separation:.2f} | "
+                  f"{'yes' if s.sensitive else '**no — insensitive here**'} |"
+                  for m, s in r.sensitivity.items()]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from silas_exp.metrics.names import display_name
+from silas_exp.metrics.names import labelled
 
 RESULT_FILE = "result.json"
 HEADLINE = (
@@ -63,7 +63,7 @@ def variant_table(records: Sequence[JobRecord], metrics: Sequence[str] = HEADLIN
         by_variant[r.variant].append(r)
     # headline metrics no job reports (probe scores in an eviction sweep) get no column
     metrics = [m for m in metrics if any(m in r.metrics for r in records)] or list(metrics)
-    header = ["variant", "repeats"] + [display_name(m) for m in metrics]
+    header = ["variant", "repeats"] + [labelled(m) for m in metrics]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for variant in sorted(by_variant):
         jobs = by_variant[variant]

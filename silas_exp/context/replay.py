@@ -77,4 +77,5 @@ def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudge
         step(window, turn)
         stats.window_tokens.append(window.usage())
     stats.turns = session.turns
+    stats.retained = [text for it in window if (text := it.visible_text())]
     return stats

@@ -22,6 +22,16 @@ class Ranking:
     ranked: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Flush:
+    """One Tier-2 proposal as presented: the candidates (copies of the items as
+    they were at ``turn``) and which of them the main model kept back."""
+
+    turn: int
+    items: tuple  # tuple[LiveItem, ...]
+    kept: tuple[bool, ...]
+
+
 @dataclass
 class ReplayStats:
     needs: list[NeedEvent] = field(default_factory=list)
@@ -47,3 +57,5 @@ class ReplayStats:
     trivial_dropped: int = 0
     subscriptions_deactivated: int = 0
     turns: int = 0
+    retained: list[str] = field(default_factory=list)  # visible text of the final window
+    flush_log: list[Flush] | None = None  # set to [] to record every Tier-2 proposal

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -29,7 +30,7 @@ from silas_exp.context.policy import (
     evict_to_total,
     mask_old_tool_results,
 )
-from silas_exp.context.stats import Ranking, ReplayStats
+from silas_exp.context.stats import Flush, Ranking, ReplayStats
 from silas_exp.context.strategies import StrategySettings
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.schema.eviction import ContextZone, EvictionCandidate, EvictionProposal
@@ -151,6 +152,9 @@ class TwoTierEviction:
             self.stats.candidate_excluded.append(i.ctx_id in excluded)
             self.stats.candidate_turns.append(turn)
             self.stats.candidate_ids.append(i.ctx_id)
+        if self.stats.flush_log is not None:
+            self.stats.flush_log.append(Flush(turn, tuple(replace(i) for i in chosen),
+                                              tuple(i.ctx_id in excluded for i in chosen)))
         self.scorer.observe(chosen, [i.ctx_id in excluded for i in chosen], turn)
         for i in chosen:
             if i.ctx_id not in excluded:

@@ -64,6 +64,16 @@ class LiveItem:
         self.tokens = count_tokens(placeholder)
         self.masked = True
 
+    def visible_text(self) -> str:
+        """What the main model sees of the item: nothing while inactive, the
+        placeholder while masked, else its text."""
+        if not self.active:
+            return ""
+        if self.masked:
+            return MASK_TEMPLATE.format(tool=self.tool_name or "tool", status=self.status or "ok",
+                                        tokens=self.full_tokens)
+        return self.text
+
     def restore(self) -> None:
         self.tokens, self.masked, self.active = self.full_tokens, False, True
 

@@ -22,9 +22,10 @@ def mrr_at_k(ranked: Sequence[str], grades: Mapping[str, int], k: int, threshold
 
 
 def recall_at_k(ranked: Sequence[str], grades: Mapping[str, int], k: int, threshold: int = 2,
-                empty: float = 1.0) -> float:
-    """Share of items with grade >= threshold found in the top k; ``empty`` (1.0,
-    vacuously perfect, as the framework defines it) when nothing is relevant."""
+                empty: float = 0.0) -> float:
+    """Share of items with grade >= threshold found in the top k; ``empty`` when
+    nothing is relevant: 0.0, as ranx, trec_eval and ir_measures score such a
+    query and as nDCG and MRR here do (so the three agree on the same rankings)."""
     relevant = {i for i, g in grades.items() if g >= threshold}
     if not relevant:
         return empty

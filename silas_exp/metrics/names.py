@@ -6,8 +6,6 @@ from __future__ import annotations
 import re
 
 _PART = re.compile(r"^[a-z0-9_]+$")
-_LOWER_IS_BETTER = ("latency", "cost", "usd", "re_retriev", "tokens_per", "fallback", "breaker",
-                    "error", "failures", "harmful", "auto_resolved", "hard_ceiling", "mean_window")
 _DISPLAY = {"ndcg": "nDCG", "mrr": "MRR", "recall": "Recall"}
 
 
@@ -25,5 +23,11 @@ def display_name(key: str) -> str:
     return f"{_DISPLAY[m.group(1)]}@{m.group(2)}" if m else key
 
 
-def higher_is_better(key: str) -> bool:
-    return not any(token in key for token in _LOWER_IS_BETTER)
+
+def labelled(key: str) -> str:
+    """Display name with the declared direction: "nDCG@10 ↑" (higher is better)."""
+    from silas_exp.metrics.registry import find_spec
+
+    found = find_spec(key)
+    arrow = {"higher": " ↑", "lower": " ↓"}.get(found.direction if found else "", "")
+    return display_name(key) + arrow

@@ -1,6 +1,11 @@
 """Shadow diff of two eviction orders on the same case: Kendall tau over the
 items both evicted, Jaccard overlap of the evicted sets, first eviction
-changed, and the identical / minor / major / incompatible classification."""
+changed, and the identical / minor / major / incompatible classification.
+
+An item can leave the window more than once (evicted, fetched back when a
+later turn needs it, evicted again). The order compared is that of first
+evictions; re-evictions are counted apart, so an order compared with itself
+is always identical."""
 
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ class ShadowDiff:
     jaccard: float
     top1_changed: bool
     classification: str
+    re_evictions_a: int = 0
+    re_evictions_b: int = 0
 
 
 def classify_diff(tau: float, jaccard: float, top1_changed: bool) -> str:
@@ -28,8 +35,20 @@ def classify_diff(tau: float, jaccard: float, top1_changed: bool) -> str:
     return "incompatible"
 
 
+def first_occurrences(order) -> tuple[list[str], int]:
+    """The order of first appearances and how many repeats were dropped."""
+    seen: set[str] = set()
+    out = []
+    for x in order:
+        if x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out, len(order) - len(out)
+
+
 def shadow_diff(ranking_a, ranking_b, k: int | None = None) -> ShadowDiff:
-    a, b = list(ranking_a)[:k], list(ranking_b)[:k]
+    (a, rep_a), (b, rep_b) = first_occurrences(list(ranking_a)), first_occurrences(list(ranking_b))
+    a, b = a[:k], b[:k]
     sa, sb = set(a), set(b)
     jaccard = len(sa & sb) / len(sa | sb) if sa | sb else 1.0
     common = [x for x in a if x in sb]
@@ -39,13 +58,16 @@ def shadow_diff(ranking_a, ranking_b, k: int | None = None) -> ShadowDiff:
     else:
         tau = 1.0 if a == b else 0.0
     top1 = (a[:1] != b[:1])
-    return ShadowDiff(tau, jaccard, top1, classify_diff(tau, jaccard, top1))
+    return ShadowDiff(tau, jaccard, top1, classify_diff(tau, jaccard, top1), rep_a, rep_b)
 
 
-def eviction_shadow(output_a: str, output_b: str) -> ShadowDiff | None:
-    """From two cases' ``actual_output`` (JSON with an "evicted" order)."""
+def eviction_shadow(order_a, order_b) -> ShadowDiff | None:
+    """From two cases' eviction orders (lists of ctx_ids; a JSON string with an
+    "evicted" list, as result files before format 2 stored it, also works)."""
     try:
-        a, b = json.loads(output_a)["evicted"], json.loads(output_b)["evicted"]
+        a, b = (json.loads(o)["evicted"] if isinstance(o, str) else o for o in (order_a, order_b))
     except (ValueError, KeyError, TypeError):
+        return None
+    if a is None or b is None:
         return None
     return shadow_diff(a, b)

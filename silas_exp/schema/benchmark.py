@@ -1,9 +1,10 @@
 """Benchmark data models (Silas spec §20.2).
 
 Field names and types follow the spec exactly so that a suite written to it
-loads. Two additive extensions, both optional: ``BenchmarkResult.metrics``
-(the per-case metric values the runner computed) and
-``BenchmarkRun.variant`` / ``repeat`` / ``seed`` (which sweep point produced it).
+loads. Additive extensions, all optional: ``BenchmarkResult.metrics`` (the
+per-case metric values the runner computed), ``BenchmarkResult.evicted`` (the
+case's eviction order, for shadow diffs) and ``BenchmarkRun.variant`` /
+``repeat`` / ``seed`` (which sweep point produced it).
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ class BenchmarkResult(_Model):
     retries: int = Field(default=0, ge=0)
     # extension: per-case metric values under canonical names
     metrics: dict[str, float] = Field(default_factory=dict)
+    # extension: ctx_ids in the order they left the window (replay cases)
+    evicted: list[str] | None = None
 
 
 class BenchmarkSummary(_Model):

@@ -33,8 +33,47 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# Silas's own ContextItem field names -> the names used here
+CONTEXT_ITEM_NAMES = {"content": "text", "token_count": "tokens", "turn_number": "turn"}
+_KIND_BY_ZONE = {"system": "system_prompt", "chronicle": "agent_response", "memory": "memory",
+                 "workspace": "plan"}
+_KIND_BY_SOURCE = {"user": "user_message", "agent": "agent_response",
+                   "assistant": "agent_response", "system": "system_prompt", "memory": "memory",
+                   "plan": "plan", "subscription": "subscription", "tool": "tool_result"}
+
+
+def from_context_item(raw: dict) -> dict:
+    """Accept an item written with Silas's ContextItem names (``content``,
+    ``token_count``, ``turn_number``, ``source``): rename them, and derive the
+    kind from ``source`` ("user", "agent", "tool:pytest", "memory" …) or the zone."""
+    if not any(k in raw for k in (*CONTEXT_ITEM_NAMES, "source")):
+        return raw  # the project's own names
+    data = {CONTEXT_ITEM_NAMES.get(k, k): v for k, v in raw.items() if k != "source"}
+    for k in CONTEXT_ITEM_NAMES:
+        if k in raw and CONTEXT_ITEM_NAMES[k] in raw:
+            raise ValueError(f"item {raw.get('ctx_id')!r}: both {k!r} and "
+                             f"{CONTEXT_ITEM_NAMES[k]!r} given; keep one")
+    source = raw.get("source")
+    if isinstance(source, str) and "kind" not in data:
+        head, _, tool = source.partition(":")
+        kind = _KIND_BY_SOURCE.get(head.strip().lower())
+        if kind:
+            data["kind"] = kind
+        if head.strip().lower() == "tool" and tool and "tool_name" not in data:
+            data["tool_name"] = tool.strip()
+    if "kind" not in data and isinstance(data.get("zone"), str):
+        data["kind"] = _KIND_BY_ZONE.get(data["zone"], data["zone"])
+    data.setdefault("turn", 0)
+    return data
+
+
 class SessionItem(_Model):
     """One block that enters the window at ``turn``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _context_item_names(cls, data):
+        return from_context_item(data) if isinstance(data, dict) else data
 
     ctx_id: str = Field(min_length=1)
     turn: int = Field(ge=0)

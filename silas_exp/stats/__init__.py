@@ -12,8 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from silas_exp.stats.agreement import cohens_kappa
 from silas_exp.stats.bootstrap import BootstrapCI, cluster_bootstrap_ci
-from silas_exp.stats.sprt import SPRTResult, sprt_run
-from silas_exp.stats.verdict import Verdict, may_ship, verdict
+from silas_exp.stats.noninferiority import (
+    MetricCall,
+    Oriented,
+    Outcome,
+    cases_needed,
+    combine,
+    metric_call,
+)
+from silas_exp.stats.sprt import SPRTResult, sprt_run, sprt_with_pilot
+from silas_exp.stats.verdict import Verdict, verdict
 
 if TYPE_CHECKING:
     from silas_exp.stats.correction import benjamini_hochberg, holm
@@ -34,9 +42,10 @@ _LAZY = {
 }
 
 __all__ = [
-    "BootstrapCI", "SPRTResult", "TestResult", "Verdict", "benjamini_hochberg",
-    "cluster_bootstrap_ci", "cohens_dz", "cohens_kappa", "holm", "may_ship", "paired_permutation",
-    "paired_power", "paired_t", "paired_wilcoxon", "required_n_paired", "sprt_run", "verdict",
+    "BootstrapCI", "MetricCall", "Oriented", "Outcome", "SPRTResult", "TestResult", "Verdict",
+    "benjamini_hochberg", "cases_needed", "cluster_bootstrap_ci", "cohens_dz", "cohens_kappa",
+    "combine", "holm", "metric_call", "paired_permutation", "paired_power", "paired_t",
+    "paired_wilcoxon", "required_n_paired", "sprt_run", "sprt_with_pilot", "verdict",
 ]
 
 

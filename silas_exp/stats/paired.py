@@ -67,9 +67,11 @@ def paired_wilcoxon(diffs) -> TestResult:
 
 
 def paired_t(diffs) -> TestResult:
+    """One-sample t-test of the differences; NaN statistic and p where the test
+    is undefined (fewer than two differences, or no spread)."""
     d = _clean(diffs)
-    if len(d) < 2 or np.std(d, ddof=1) == 0:
-        return TestResult("paired t", 0.0, 1.0 if np.allclose(d, 0) else 0.0, len(d))
+    if len(d) < 2 or np.ptp(d) == 0:
+        return TestResult("paired t", math.nan, math.nan, len(d))
     res = sps.ttest_1samp(d, 0.0)
     return TestResult("paired t", float(res.statistic), float(res.pvalue), len(d))
 

@@ -1,9 +1,10 @@
-"""Decision layer: a verdict per metric and the ship rule (§19.5: no
-calibration change ships without non-negative impact)."""
+"""Descriptive per-metric reading of a difference (better / worse / no
+detectable difference at the adjusted p). It is reported beside the
+non-inferiority call; it never decides whether a variant ships
+(silas_exp.stats.noninferiority does)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from enum import StrEnum
 
 
@@ -21,11 +22,3 @@ def verdict(ci_low: float, ci_high: float, p_adjusted: float, higher_is_better: 
         if ci_high < 0:
             return Verdict.WORSE if higher_is_better else Verdict.BETTER
     return Verdict.NO_DIFFERENCE
-
-
-def may_ship(gated: Mapping[str, Verdict]) -> tuple[bool, str]:
-    worse = [k for k, v in gated.items() if v is Verdict.WORSE]
-    if worse:
-        return False, "worse on gated metric(s): " + ", ".join(worse)
-    better = [k for k, v in gated.items() if v is Verdict.BETTER]
-    return True, ("better on " + ", ".join(better)) if better else "no gated metric got worse"

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,10 @@ from silas_exp.errors import SuiteError
 from silas_exp.probes.schema import ProbePlan
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkSuite
 from silas_exp.schema.session import Session, SessionTruth
+from silas_exp.suites.expected import expected_problems
 
 CALIBRATION_TAG = "calibration"
+HUMAN_LABELS = "human_labels.json"  # {case_id: "pass" | "fail" | free text}
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,9 @@ class LoadedSuite:
     suite: BenchmarkSuite
     root: Path
     files: dict[str, Path]  # case_id -> file it came from
+    human_labels: dict[str, str] = field(default_factory=dict)
+    # case_id -> parsed (session, truth, flush turn), filled once at load
+    parsed: dict[str, tuple[Session, SessionTruth, int | None]] = field(default_factory=dict)
 
     @property
     def eval_cases(self) -> list[BenchmarkCase]:
@@ -42,6 +47,7 @@ class SessionCase:
     truth: SessionTruth
     budget: TokenBudget
     shares: ZoneShares
+    flush_turn: int | None = None  # a snapshot case: the turn of its one flush decision
 
 
 def _read_json(path: Path) -> Any:
@@ -89,7 +95,12 @@ def load_suite(path: str | Path) -> LoadedSuite:
         suite = BenchmarkSuite.model_validate(data)
     except ValidationError as exc:
         raise _explain(exc, suite_file, data, "suite") from None
-    files = {c.case_id: suite_file for c in suite.cases}
+    files: dict[str, Path] = {}
+    for c in suite.cases:
+        if c.case_id in files:
+            raise SuiteError(f"{suite_file}: case_id {c.case_id!r} appears twice in 'cases'; case "
+                             "ids must be unique within a suite — rename one.")
+        files[c.case_id] = suite_file
     for case_file in sorted((root / "cases").glob("*.json")) if (root / "cases").is_dir() else []:
         raw = _read_json(case_file)
         try:
@@ -106,15 +117,39 @@ def load_suite(path: str | Path) -> LoadedSuite:
         suite.cases.append(case)
     if not suite.cases:
         raise SuiteError(f"{suite_file}: the suite has no cases; add cases or cases/*.json files.")
-    return LoadedSuite(suite, root, files)
+    labels = _read_json(root / HUMAN_LABELS) if (root / HUMAN_LABELS).is_file() else {}
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        raise SuiteError(f"{root / HUMAN_LABELS}: expected an object {{case_id: label}} with "
+                         "string labels such as \"pass\" or \"fail\".")
+    loaded = LoadedSuite(suite, root, files, labels)
+    for case in suite.cases:  # every problem surfaces now, before any job runs
+        problems = expected_problems(case)
+        if problems:
+            raise SuiteError(f"{files[case.case_id]}: case {case.case_id!r}: " + "; ".join(problems)
+                             + ". Fix the case's expected block.")
+        loaded.parsed[case.case_id] = _parse_session(loaded, case)
+    return loaded
 
 
-def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBudget) -> SessionCase:
-    """Turn a case into a replayable session (input side) and its truth (expected side)."""
+def _snapshot_truth(case: BenchmarkCase, flush_turn: int) -> dict:
+    """A snapshot case's ground truth: "keep" ids are needed (grade 3) right
+    after the flush; "references" may also be given as in a replay case."""
+    value = case.expected.value if isinstance(case.expected.value, dict) else {}
+    refs = list(value.get("references", []))
+    refs += [{"turn": flush_turn + 1, "ctx_id": cid, "grade": 3} for cid in value.get("keep", [])]
+    return {"references": refs}
+
+
+def _parse_session(loaded: LoadedSuite, case: BenchmarkCase
+                   ) -> tuple[Session, SessionTruth, int | None]:
+    """The case's session (input side) and truth (expected side). A case with
+    ``input.context`` but no turn script (``skill_args.turns``) is a snapshot
+    of a window: it runs as one flush decision of the scorer at its last turn."""
     src = loaded.files[case.case_id]
     where = f"{src}: case {case.case_id!r}"
     args = case.input.skill_args or {}
     overrides = case.input.config_overrides or {}
+    flush_turn = None
     try:
         if "session_file" in args:
             raw = _read_json(loaded.root / args["session_file"])
@@ -122,12 +157,29 @@ def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBud
             truth = SessionTruth.model_validate(raw.get("truth", {"references": []}))
         else:
             expected = case.expected.value if isinstance(case.expected.value, dict) else {}
-            session = Session.model_validate({
-                "session_id": case.case_id, "scope_id": args.get("scope_id", case.case_id),
-                "profile": overrides.get("profile", "coding"), "turns": args.get("turns"),
-                "items": case.input.context or [],
-            })
-            truth = SessionTruth.model_validate({"references": expected.get("references", [])})
+            turns = args.get("turns")
+            items = case.input.context or []
+            truth_raw = {"references": expected.get("references", [])}
+            if turns is None:
+                if not items:
+                    raise ValueError("no input.context items and no skill_args.session_file: "
+                                     "nothing to replay")
+                session = Session.model_validate({
+                    "session_id": case.case_id, "scope_id": args.get("scope_id", case.case_id),
+                    "profile": overrides.get("profile", "coding"), "turns": 1, "items": [],
+                })  # profile checked first; the items below
+                parsed = Session.model_validate({**session.model_dump(), "turns": 10**9,
+                                                 "items": items})
+                flush_turn = max(it.turn for it in parsed.items)
+                session = parsed.model_copy(update={"turns": flush_turn + 2})
+                truth_raw = _snapshot_truth(case, flush_turn)
+            else:
+                session = Session.model_validate({
+                    "session_id": case.case_id, "scope_id": args.get("scope_id", case.case_id),
+                    "profile": overrides.get("profile", "coding"), "turns": turns,
+                    "items": items,
+                })
+            truth = SessionTruth.model_validate(truth_raw)
         truth.check_against(session)
     except ValidationError as exc:
         err = exc.errors()[0]
@@ -137,11 +189,22 @@ def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBud
             ident = pool[loc[1]].get("ctx_id") if loc[1] < len(pool) else None
             loc = [f"{'input.context' if loc[0] == 'items' else 'references'}[{loc[1]}]"
                    + (f" (ctx_id {ident!r})" if ident else "")] + loc[2:]
-        field = ".".join(str(p) for p in loc)
-        raise SuiteError(f"{where}: field '{field}': {err['msg']} (got {err.get('input')!r}). "
+        name = ".".join(str(p) for p in loc) or "input.context"
+        got = "" if err["type"] == "value_error" else f" (got {err.get('input')!r})"
+        raise SuiteError(f"{where}: field '{name}': {err['msg']}{got}. "
                          "Fix the session data.") from None
     except ValueError as exc:
         raise SuiteError(f"{where}: {exc}.") from None
+    return session, truth, flush_turn
+
+
+def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBudget) -> SessionCase:
+    """A loaded case as a replayable session with its truth, budget and shares."""
+    where = f"{loaded.files[case.case_id]}: case {case.case_id!r}"
+    overrides = case.input.config_overrides or {}
+    if case.case_id not in loaded.parsed:
+        loaded.parsed[case.case_id] = _parse_session(loaded, case)
+    session, truth, flush_turn = loaded.parsed[case.case_id]
     try:
         budget = base_budget.model_copy(update=overrides.get("budget", {}))
         budget = TokenBudget.model_validate(budget.model_dump())
@@ -150,7 +213,7 @@ def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBud
     except ValidationError as exc:
         err = exc.errors()[0]
         raise SuiteError(f"{where}: config_overrides: {err['msg']}. Fix the case's config_overrides.") from None
-    return SessionCase(case, session, truth, budget, shares)
+    return SessionCase(case, session, truth, budget, shares, flush_turn)
 
 
 def probe_plan(loaded: LoadedSuite, case: BenchmarkCase) -> ProbePlan:

@@ -49,7 +49,7 @@ def _experiment(config: DictConfig) -> ExperimentConfig | None:
 _UPLOADERS: dict[str, subprocess.Popen] = {}
 
 
-def _write_ablation(sweep_dir: Path, records) -> None:
+def _write_ablation(sweep_dir: Path, records, cfg: ExperimentConfig | None) -> None:
     """Ablation of the finished jobs against the control, when the sweep has
     more than one variant: ablation.md + plots in the sweep folder (the
     uploader attaches them to the parent run)."""
@@ -58,17 +58,22 @@ def _write_ablation(sweep_dir: Path, records) -> None:
     from silas_exp.analysis.ablation import ablation
     from silas_exp.analysis.data import load_sweep_dir
     from silas_exp.analysis.plots import ablation_plots
-    from silas_exp.analysis.report import ablation_markdown
+    from silas_exp.analysis.report import OUTCOME_TEXT, ablation_markdown
 
     try:
-        data = load_sweep_dir(sweep_dir)
-        result = ablation(data)
+        data = load_sweep_dir(sweep_dir, Path(cfg.suite.path) if cfg else None)
+        result = ablation(data, cfg.analysis if cfg else None)
         plots = ablation_plots(result, data, sweep_dir / "ablation")
         md = ablation_markdown(result, [f"ablation/{p.name}" for p in plots])
         (sweep_dir / "ablation.md").write_text(md)
-        print("\nAblation vs " + result.control + ":")
-        for variant, (ok, why) in sorted(result.ship.items()):
-            print(f"  {variant}: {'may ship' if ok else 'may NOT ship'} — {why}")
+        print(f"\nAblation vs {result.control} ({result.control_reason}):")
+        for variant, vv in sorted(result.verdicts.items()):
+            need = f" (≈ {vv.n_needed} cases to decide)" if vv.n_needed else ""
+            print(f"  {variant}: {OUTCOME_TEXT[vv.outcome].strip('*')} — "
+                  f"{'; '.join(vv.reasons)}{need}")
+        for metric in result.insensitive():
+            print(f"  note: {metric} cannot separate oracle from random on this suite "
+                  "(insensitive here)")
         print(f"  report: {sweep_dir / 'ablation.md'}")
     except SilasExpError as exc:
         print(f"(no ablation report: {exc})")
@@ -185,7 +190,7 @@ def _summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records) -> list[s
     (sweep_dir / "summary.md").write_text(table + "\n")
     if cfg is not None and cfg.llm.dry_run:
         print(dry_run_total(records, cfg.model.name))
-    _write_ablation(sweep_dir, records)
+    _write_ablation(sweep_dir, records, cfg)
     return failed
 
 

@@ -58,7 +58,9 @@ def test_ablation_reproduced_from_mlflow_alone(logged):
         return [line for line in md.splitlines() if "png" not in line]
 
     assert strip(from_mlflow) == strip(at_sweep_end)
-    assert "scorer=weights" in from_mlflow and "may ship" in from_mlflow
+    assert "Verdict rule (non-inferiority)" in from_mlflow
+    row = next(line for line in from_mlflow.splitlines() if line.startswith("| scorer=weights |"))
+    assert any(word in row for word in ("**ship**", "**do not ship**", "inconclusive")), row
     assert (tmp / "abl" / "pareto_tokens_vs_quality.png").stat().st_size > 1000
     # the parent run carries the end-of-sweep report
     client = MlflowClient(f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}")

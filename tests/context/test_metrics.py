@@ -20,7 +20,9 @@ def test_ir_metrics_hand_computed():
     assert ndcg_at_k(ranked, grades, 3) == pytest.approx((7 / math.log2(3) + 1.5) / (7 + 3 / math.log2(3)))
     assert mrr_at_k(ranked, grades, 5) == 0.5
     assert recall_at_k(ranked, grades, 1) == 0.0 and recall_at_k(ranked, grades, 2) == 0.5
-    assert recall_at_k(ranked, {"x": 1}, 5) == 1.0  # nothing relevant: vacuous 1.0
+    # nothing relevant: 0, as ranx / trec_eval score such a query and as nDCG and MRR do here
+    assert recall_at_k(ranked, {"x": 1}, 5) == 0.0
+    assert ndcg_at_k(ranked, {"x": 0}, 5) == 0.0 and mrr_at_k(ranked, {"x": 1}, 5) == 0.0
 
 
 def test_retrieval_relevance_is_grade_weighted():

@@ -20,29 +20,46 @@ from silas_exp.suites.loader import load_suite, session_case
 
 from ..conftest import REPO
 
+# A scorer suite written to §20.2 with Silas's own ContextItem field names:
+# a snapshot of a window (no turn script) and a latency/token threshold case.
+SNAPSHOT_ITEMS = [
+    {"ctx_id": "sys", "zone": "system", "content": "You are Silas.", "token_count": 400,
+     "turn_number": 0, "source": "system", "pinned": True},
+    {"ctx_id": "u1", "zone": "chronicle", "content": "Fix the flaky test in parser.py",
+     "token_count": 3000, "turn_number": 0, "source": "user", "pinned": False},
+    {"ctx_id": "t1", "zone": "chronicle", "content": "pytest: ValueError in parse_header",
+     "token_count": 6000, "turn_number": 1, "source": "tool:pytest", "pinned": False},
+    {"ctx_id": "m1", "zone": "memory", "content": "note: the CI runs on Python 3.11",
+     "token_count": 2500, "turn_number": 1, "source": "memory", "pinned": False,
+     "relevance": 0.2},
+    {"ctx_id": "w1", "zone": "workspace", "content": "plan: 1) reproduce 2) patch 3) test",
+     "token_count": 3500, "turn_number": 2, "source": "plan", "pinned": False},
+]
 SPEC_SUITE = {
-    "suite_id": "shell-skill-v2",
-    "name": "shell-skill-v2",
-    "target": "executor.shell",
+    "suite_id": "scorer-snapshots",
+    "name": "scorer-snapshots",
+    "target": "silas.context_manager.scorer",
     "version": "2.1.0",
-    "metadata": {"domain": "shell", "difficulty": "mixed", "source": "synthetic"},
+    "metadata": {"domain": "context", "difficulty": "mixed", "source": "synthetic"},
     "cases": [
         {
-            "case_id": "pipe-chain",
-            "description": "Chain three commands",
-            "input": {"goal": "count lines", "context": None, "config_overrides": None,
+            "case_id": "keep-the-error",
+            "description": "A full window: the failing test output must survive the flush",
+            "input": {"goal": "fix the flaky test", "context": SNAPSHOT_ITEMS,
+                      "config_overrides": {"profile": "coding", "budget": {"total": 16000}},
                       "skill_args": None},
-            "expected": {"mode": "contains", "value": "42", "metric_thresholds": None},
-            "tags": ["multi-step"],
+            "expected": {"mode": "contains", "value": "ValueError in parse_header",
+                         "metric_thresholds": None},
+            "tags": ["fill-heavy"],
             "difficulty": "easy",
             "source": "synthetic",
         },
         {
             "case_id": "latency",
             "description": "Fast enough",
-            "input": {"goal": "run", "context": [{"zone": "memory"}], "config_overrides": {"a": 1},
-                      "skill_args": {"x": 1}},
-            "expected": {"mode": "metric_threshold", "value": None,
+            "input": {"goal": "run", "context": SNAPSHOT_ITEMS,
+                      "config_overrides": {"budget": {"total": 16000}}, "skill_args": None},
+            "expected": {"mode": "metric_threshold", "value": {"keep": ["t1"]},
                          "metric_thresholds": {"latency_ms": 5000, "token_cost": 1000}},
             "tags": [],
             "difficulty": "adversarial",
@@ -55,7 +72,11 @@ SPEC_SUITE = {
 def test_spec_suite_loads_and_round_trips(tmp_path):
     (tmp_path / "suite.json").write_text(json.dumps(SPEC_SUITE))
     loaded = load_suite(tmp_path)
-    assert [c.case_id for c in loaded.suite.cases] == ["pipe-chain", "latency"]
+    assert [c.case_id for c in loaded.suite.cases] == ["keep-the-error", "latency"]
+    sc = session_case(loaded, loaded.suite.cases[0], TokenBudget())
+    assert sc.flush_turn == 2 and sc.session.turns == 4  # a snapshot: one flush at its last turn
+    kinds = {it.ctx_id: (it.kind, it.tool_name, it.tokens) for it in sc.session.items}
+    assert kinds["t1"] == ("tool_result", "pytest", 6000) and kinds["u1"][0] == "user_message"
     again = BenchmarkSuite.model_validate_json(loaded.suite.model_dump_json())
     assert again == loaded.suite
 
@@ -111,7 +132,7 @@ def test_schema_break_names_file_case_and_field(tmp_path):
     msg = str(err.value)
     assert "suite.json" in msg
     assert "case 'latency', field 'expected.mode'" in msg and "missing" in msg
-    assert "case 'pipe-chain', field 'difficulty'" in msg and "impossible" in msg
+    assert "case 'keep-the-error', field 'difficulty'" in msg and "impossible" in msg
 
 
 def test_broken_case_file_is_named(tmp_path):
@@ -128,11 +149,16 @@ def _session_suite(tmp_path, items, refs, overrides=None):
         "case_id": "s1", "description": "d",
         "input": {"goal": "g", "context": items, "config_overrides": overrides or {"profile": "coding"},
                   "skill_args": {"turns": 5}},
-        "expected": {"mode": "metric_threshold", "value": {"references": refs}},
+        "expected": {"mode": "metric_threshold", "value": {"references": refs},
+                     "metric_thresholds": {"context.retrieval_relevance": 0.5}},
     }
     (tmp_path / "suite.json").write_text(json.dumps({**SPEC_SUITE, "cases": [case]}))
-    loaded = load_suite(tmp_path)
-    return lambda: session_case(loaded, loaded.suite.cases[0], TokenBudget())
+
+    def build():
+        loaded = load_suite(tmp_path)  # session data is checked when the suite loads
+        return session_case(loaded, loaded.suite.cases[0], TokenBudget())
+
+    return build
 
 
 ITEM = {"ctx_id": "a", "turn": 1, "zone": "chronicle", "kind": "user_message", "tokens": 10}
