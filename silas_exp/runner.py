@@ -111,7 +111,7 @@ class _CaseRunner:
         scorer = build_scorer(scorer_settings, ScorerContext(
             seed=self.job.seed, namespace=namespace, scorer_model=cfg.model.scorer_id, llm=self.llm,
             calibration=calibration, prompt=cfg.prompt,
-            oracle=lambda cid, t: oracle.discounted_need(cid, t, horizon),
+            oracle=lambda cid, t: oracle.need_score(cid, t, horizon),
         ))
         broker = KeepBackBroker(_main_settings(cfg), self.llm, self.store, namespace, self.job.seed,
                                 oracle.max_grade_within)
@@ -203,6 +203,7 @@ class _CaseRunner:
             # the control's own proposals are the shared set: record them, score them as made
             stats, oracle, _ = self.replay_case(case, self.cfg.scorer, calibration, record=True)
             _REFERENCES[self._reference_key(case)] = stats.flush_log or []
+            # candidate_scores holds the scores of these same proposals, in order
             kept = [k for f in stats.flush_log or () for k in f.kept]
             shared = {"feedback.exclusion_auc": roc_auc(stats.candidate_scores, kept)
                       if kept else math.nan,

@@ -33,6 +33,13 @@ class NeedOracle:
         """Highest grade of any need of ``ctx_id`` in turns (turn, turn + horizon]."""
         return max((g for t, g in self._refs.get(ctx_id, ()) if turn < t <= turn + horizon), default=0)
 
+    def need_score(self, ctx_id: str, turn: int, horizon: int) -> float:
+        """The reference ceiling's relevance in [0, 1]: the highest grade needed
+        within the horizon (what the metrics and the main model's keep-backs
+        look at) first, the discounted need beyond it as a tie-breaker."""
+        return 0.9 * self.max_grade_within(ctx_id, turn, horizon) / 3.0 \
+            + 0.1 * self.discounted_need(ctx_id, turn, 2 * horizon)
+
     def discounted_need(self, ctx_id: str, turn: int, horizon: int = 30) -> float:
         """Future need in [0, 1]: grade/3 of the next need, discounted by distance."""
         for t, g in self._refs.get(ctx_id, ()):

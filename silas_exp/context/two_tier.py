@@ -140,9 +140,11 @@ class TwoTierEviction:
         )
         self.stats.proposals += 1
         excluded: frozenset[str] = frozenset()
+        said: frozenset[str] = frozenset()
         if self.s.keepbacks and chosen:
             outcome = self.broker.resolve(proposal, {i.ctx_id: i for i in chosen}, turn)
             excluded = outcome.excluded
+            said = excluded  # what the main model itself kept back (before group expansion)
             self.stats.auto_resolved += outcome.feedback.resolved_by == "auto"
             # a kept-back item keeps its whole coherence group
             kept_groups = {i.group for i in chosen if i.ctx_id in excluded and i.group}
@@ -153,8 +155,9 @@ class TwoTierEviction:
             self.stats.candidate_turns.append(turn)
             self.stats.candidate_ids.append(i.ctx_id)
         if self.stats.flush_log is not None:
+            # labels for exclusion prediction: the main model's own keep-backs
             self.stats.flush_log.append(Flush(turn, tuple(replace(i) for i in chosen),
-                                              tuple(i.ctx_id in excluded for i in chosen)))
+                                              tuple(i.ctx_id in said for i in chosen)))
         self.scorer.observe(chosen, [i.ctx_id in excluded for i in chosen], turn)
         for i in chosen:
             if i.ctx_id not in excluded:

@@ -74,6 +74,10 @@ def _write_ablation(sweep_dir: Path, records, cfg: ExperimentConfig | None) -> N
         for metric in result.insensitive():
             print(f"  note: {metric} cannot separate oracle from random on this suite "
                   "(insensitive here)")
+        if result.sensitivity and {"scorer=oracle", "scorer=random"} <= set(data.variants()):
+            print(f"  sensitivity of the gated metrics is in the report; keep it for later "
+                  f"ablations on this suite:\n    silas-exp sensitivity {sweep_dir} "
+                  f"--suite-dir {cfg.suite.path if cfg else '<suite folder>'}")
         print(f"  report: {sweep_dir / 'ablation.md'}")
     except SilasExpError as exc:
         print(f"(no ablation report: {exc})")

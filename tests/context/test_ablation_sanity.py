@@ -70,3 +70,22 @@ def test_calibration_fixes_the_chronicle_miscalibration(compose, tmp_path, seed)
     assert variant["feedback.exclusion_rate"] < control["feedback.exclusion_rate"]
     assert variant["context.retrieval_relevance"] > control["context.retrieval_relevance"]
     assert variant["calibration.candidates"] > 100
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_exclusion_prediction_bracket(default_suite, seed):
+    # every variant scores the same control proposals: the oracle reads ground truth,
+    # the random scorer cannot predict keep-backs
+    auc = {s: default_suite[(s, seed)]["feedback.exclusion_auc"] for s in ("oracle", "random")}
+    assert auc["oracle"] >= 0.8, auc
+    assert 0.42 <= auc["random"] <= 0.58, auc
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_default_suite_gives_the_gated_metrics_room(default_suite, seed):
+    # a gate on a metric that cannot tell oracle from random never closes
+    o, r = default_suite[("oracle", seed)], default_suite[("random", seed)]
+    assert o["context.retrieval_relevance"] - r["context.retrieval_relevance"] >= 0.15
+    assert o["ir.ndcg_at_10"] - r["ir.ndcg_at_10"] >= 0.5
+    assert r["context.tokens_per_served_need"] > 1.15 * o["context.tokens_per_served_need"]
+    assert o["summary.pass_rate"] - r["summary.pass_rate"] >= 0.3

@@ -1,0 +1,115 @@
+"""The ablation's verdict rules on constructed sweeps: errored cases cannot
+flatter a variant, a zero-pass variant never ships, the control is chosen in
+the documented order and never alphabetically."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from silas_exp.analysis.ablation import ablation, pick_control
+from silas_exp.analysis.data import BASELINE, JobData, SweepData, load_baseline
+from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.errors import AnalysisError
+from silas_exp.stats import Outcome
+
+N_CASES, N_REPEATS = 18, 5
+METRICS = ("context.retrieval_relevance", "ir.ndcg_at_10", "context.tokens_per_served_need")
+
+
+def _job(variant, repeat, quality, status=None, rng=None):
+    """quality[i]: the case's retrieval relevance / nDCG level; tokens fall with it."""
+    rng = rng or np.random.default_rng(repeat)
+    cases, st = {}, {}
+    for i, q in enumerate(quality):
+        cid = f"c{i:02d}"
+        s = (status or {}).get(cid, "pass" if q >= 0.5 else "fail")
+        st[cid] = s
+        if s == "error":
+            cases[cid] = {"summary.pass": 0.0, "summary.error": 1.0, "latency_ms": 1.0}
+            continue
+        noise = float(rng.normal(0, 0.005))
+        cases[cid] = {"context.retrieval_relevance": q + noise, "ir.ndcg_at_10": q + noise,
+                      "context.tokens_per_served_need": 1000 * (2 - q),
+                      "summary.pass": float(s == "pass"), "summary.error": 0.0, "latency_ms": 1.0}
+    return JobData(variant, repeat, {}, cases, status=st)
+
+
+def _sweep(variants: dict[str, list[float]], errors: dict[str, set[str]] | None = None,
+           **kw) -> SweepData:
+    jobs = []
+    for v, quality in variants.items():
+        for r in range(N_REPEATS):
+            status = {c: "error" for c in (errors or {}).get(v, ())}
+            jobs.append(_job(v, r, quality, status, np.random.default_rng(hash((v, r)) % 2**32)))
+    return SweepData("s1", "", jobs, **kw)
+
+
+BASE = list(np.linspace(0.3, 0.95, N_CASES))  # hard cases first
+
+
+def test_errored_hard_cases_cannot_flatter_a_variant():
+    # the variant matches the control everywhere but errors on the 4 hardest cases in every
+    # repeat: a mean over its completed cases would look better than the control's
+    data = _sweep({"scorer=heuristic": BASE, "scorer=flaky": BASE},
+                  errors={"scorer=flaky": {"c00", "c01", "c02", "c03"}})
+    res = ablation(data)
+    v = res.verdicts["scorer=flaky"]
+    assert v.outcome is Outcome.DO_NOT_SHIP and "errors" in v.reasons[0], v
+    rr = next(c for c in res.table("context.retrieval_relevance") if c.variant == "scorer=flaky")
+    assert rr.n_pairs == (N_CASES - 4) * N_REPEATS  # compared on cases both completed
+    assert abs(rr.delta) < 0.01  # no flattering from the missing hard cases
+
+
+def test_a_variant_that_fails_every_case_never_ships():
+    data = _sweep({"eviction=two_tier": BASE, "eviction=truncate": [0.45] * N_CASES})
+    v = ablation(data).verdicts["eviction=truncate"]
+    assert v.outcome is Outcome.DO_NOT_SHIP and v.reasons[0] == "passes no case"
+
+
+def test_identical_variant_ships_and_worse_one_is_stopped():
+    worse = [q - 0.1 for q in BASE]
+    data = _sweep({"scorer=heuristic": BASE, "scorer=same": BASE, "scorer=worse": worse})
+    res = ablation(data)
+    assert res.verdicts["scorer=same"].outcome is Outcome.SHIP
+    assert res.verdicts["scorer=worse"].outcome is Outcome.DO_NOT_SHIP
+    assert res.gated[:3] == sorted(METRICS)
+
+
+def test_wide_interval_is_inconclusive_with_cases_needed():
+    rng = np.random.default_rng(5)
+    noisy = [q + float(rng.normal(0, 0.08)) for q in BASE]  # same mean, per-case spread
+    data = _sweep({"scorer=heuristic": BASE, "scorer=noisy": noisy})
+    v = ablation(data, AnalysisSettings(gate=["context.retrieval_relevance"])).verdicts[
+        "scorer=noisy"]
+    assert v.outcome is Outcome.INCONCLUSIVE and v.n_needed and v.n_needed > N_CASES
+
+
+def test_control_order_explicit_then_baseline_then_section_19_5():
+    data = _sweep({"scorer=online": BASE, "scorer=prompt": BASE, "scorer=weights": BASE})
+    with pytest.raises(AnalysisError, match="no control"):
+        pick_control(data, AnalysisSettings())  # never "first alphabetically"
+    assert pick_control(data, AnalysisSettings(control="scorer=weights"))[0] == "scorer=weights"
+    data.baseline = _job(BASELINE, 0, BASE)
+    control, why = pick_control(data, AnalysisSettings())
+    assert control == BASELINE and "baseline" in why and "18 cases" in why
+    assert ablation(data).verdicts["scorer=online"].outcome is Outcome.SHIP
+    data.baseline = None
+    data.jobs += _sweep({"scorer=heuristic": BASE}).jobs
+    control, why = pick_control(data, AnalysisSettings())
+    assert control == "scorer=heuristic" and "§19.5" in why
+    with pytest.raises(AnalysisError, match="not a variant"):
+        pick_control(data, AnalysisSettings(control="scorer=nope"))
+
+
+def test_baseline_file_round_trip(tmp_path):
+    job = {"variant": "scorer=weights", "repeat": 0, "metrics": {}, "run": {"results": [
+        {"case_id": "c1", "status": "error", "latency_ms": 2.0, "token_cost": 0, "metrics": {}}]}}
+    (tmp_path / "baseline.json").write_text(json.dumps({"pins": {"run_id": "r1"}, **job}))
+    base = load_baseline(tmp_path)
+    assert base.run_id == "r1" and not base.completed("c1")
+    (tmp_path / "baseline.json").write_text("{}")
+    with pytest.raises(AnalysisError, match="promote"):
+        load_baseline(tmp_path)
