@@ -101,6 +101,7 @@ class AblationResult:
     verdicts: dict[str, VariantVerdict] = field(default_factory=dict)
     sensitivity: dict[str, Sensitivity] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    min_cases: int = 6
 
     def table(self, metric: str) -> list[Comparison]:
         return [c for c in self.comparisons if c.metric == metric]
@@ -257,7 +258,7 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
         gated.append(ERROR_METRIC)  # errors always gate
     shown = list(dict.fromkeys(gated + list(metrics or reported_for(kind))))
     result = AblationResult(data.sweep_id, data.command, control, reason, kind, shown, [],
-                            s.correction, s.confidence, {})
+                            s.correction, s.confidence, {}, min_cases=s.min_cases)
     margins: dict[str, float] = {}
     for metric in shown:
         mspec = spec(metric)
@@ -278,9 +279,11 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
                                     1 - s.confidence)
             if metric in gated and metric != ERROR_METRIC:
                 d = Oriented.of(r.delta, r.ci_low, r.ci_high, mspec.direction)
-                r.call = metric_call(d, r.margin)
+                r.call = metric_call(d, r.margin) if r.n_cases >= s.min_cases \
+                    else MetricCall.UNDECIDED
                 if r.call is MetricCall.UNDECIDED:
-                    r.n_needed = cases_needed(d, r.margin, r.n_cases)
+                    need = cases_needed(d, r.margin, r.n_cases)
+                    r.n_needed = max(need, s.min_cases) if need else None
         if metric in gated:
             result.gated.append(metric)
         result.comparisons += rows
@@ -306,6 +309,11 @@ def _decide(data: SweepData, r: AblationResult, variant: str, control: str) -> V
         elif c.call is MetricCall.INFERIOR:
             reasons.append(f"{metric} worse beyond its margin {c.margin:.3g} "
                            f"(Δ {c.delta:+.4f} [{c.ci_low:+.4f}, {c.ci_high:+.4f}])")
+        elif c.call is MetricCall.UNDECIDED and c.n_cases < r.min_cases:
+            few = (f"only {c.n_cases} paired cases (a verdict needs {r.min_cases}; "
+                   "analysis.min_cases)")
+            if few not in reasons:
+                reasons.append(few)
         elif c.call is MetricCall.UNDECIDED:
             reasons.append(f"{metric}: CI [{c.ci_low:+.4f}, {c.ci_high:+.4f}] crosses the "
                            f"margin {c.margin:.3g}")

@@ -37,6 +37,9 @@ class AnalysisSettings(BaseModel):
     correction: Literal["holm", "bh"] = "holm"
     seed: int = Field(default=0, ge=0)
     sensitivity_floor: float = Field(default=1.0, ge=0.0)  # oracle-random gap in per-case SDs
+    # below this many paired cases a CI says too little: a gated metric stays undecided
+    # (bench/bench_verdict.py: the expanded interval holds its level from 6 cases)
+    min_cases: int = Field(default=6, ge=2)
 
     @field_validator("gate")
     @classmethod

@@ -57,6 +57,8 @@ def _write_ablation(sweep_dir: Path, records, cfg: ExperimentConfig | None) -> N
         return
     from silas_exp.analysis.ablation import ablation
     from silas_exp.analysis.data import load_sweep_dir
+    from silas_exp.analysis.html import ablation_html
+    from silas_exp.analysis.parent import parent_summary
     from silas_exp.analysis.plots import ablation_plots
     from silas_exp.analysis.report import OUTCOME_TEXT, ablation_markdown
 
@@ -66,6 +68,8 @@ def _write_ablation(sweep_dir: Path, records, cfg: ExperimentConfig | None) -> N
         plots = ablation_plots(result, data, sweep_dir / "ablation")
         md = ablation_markdown(result, [f"ablation/{p.name}" for p in plots])
         (sweep_dir / "ablation.md").write_text(md)
+        (sweep_dir / "ablation.html").write_text(ablation_html(result, plots))
+        parent_summary(result).write(sweep_dir)
         print(f"\nAblation vs {result.control} ({result.control_reason}):")
         for variant, vv in sorted(result.verdicts.items()):
             need = f" (≈ {vv.n_needed} cases to decide)" if vv.n_needed else ""

@@ -113,3 +113,29 @@ def test_baseline_file_round_trip(tmp_path):
     (tmp_path / "baseline.json").write_text("{}")
     with pytest.raises(AnalysisError, match="promote"):
         load_baseline(tmp_path)
+
+
+def test_too_few_cases_decide_nothing():
+    few = BASE[-4:]  # easy cases: both pass
+    data = SweepData("s2", "", [j for v in ("scorer=heuristic", "scorer=same")
+                                for j in _sweep({v: few}).jobs if len(j.cases) == 4])
+    v = ablation(data).verdicts["scorer=same"]
+    assert v.outcome is Outcome.INCONCLUSIVE and "only 4 paired cases" in v.reasons[0]
+    assert v.n_needed == 6
+
+
+def test_parent_summary_and_html_carry_the_verdicts(tmp_path):
+    from silas_exp.analysis.html import ablation_html
+    from silas_exp.analysis.parent import parent_summary, safe_name
+
+    worse = [q - 0.1 for q in BASE]
+    res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=worse": worse}))
+    summary = parent_summary(res)
+    assert summary.tags["silas.verdict.scorer_worse"] == "do_not_ship"
+    key = "variant.scorer_worse.context.retrieval_relevance"
+    assert summary.metrics[f"{key}.delta"] == pytest.approx(-0.1, abs=0.01)
+    assert summary.metrics[f"{key}.ci_high"] < -0.02  # beyond the margin
+    assert "| scorer=worse | **do not ship** |" in summary.description
+    assert safe_name("scorer=a,eviction=b") == "scorer_a.eviction_b"
+    page = ablation_html(res, [])
+    assert "do_not_ship" in page and "<table>" in page and "Verdict rule" in page
