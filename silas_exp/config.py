@@ -9,7 +9,15 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.context.budget import TokenBudget
@@ -72,7 +80,9 @@ class PathsConfig(_Strict):
 
 class ExperimentConfig(_Strict):
     seed: int = Field(default=0, ge=0)
-    repeats: int = Field(default=5, ge=1)
+    repeats: int | Literal["auto"] = 5  # "auto": adaptive rounds up to repeats_max
+    repeats_min: int = Field(default=2, ge=2)  # repeats=auto: rounds before the first look
+    repeats_max: int = Field(default=10, ge=2)
     repeat: int = Field(default=0, ge=0)
     fail_fast: bool = False
     resume: bool = False
@@ -99,10 +109,21 @@ class ExperimentConfig(_Strict):
             data = {**data, "eviction": validate_strategy_settings(data["eviction"])}
         return data
 
+    @field_validator("repeats")
+    @classmethod
+    def _repeats_positive(cls, v: int | str) -> int | str:
+        if v != "auto" and v < 1:
+            raise ValueError("input should be greater than or equal to 1 (or auto)")
+        return v
+
     @model_validator(mode="after")
     def _repeat_in_range(self) -> ExperimentConfig:
-        if self.repeat >= self.repeats:
-            raise ValueError(f"repeat={self.repeat} but repeats={self.repeats}; repeat must be < repeats")
+        limit = self.repeats_max if self.repeats == "auto" else self.repeats
+        if self.repeat >= limit:
+            raise ValueError(f"repeat={self.repeat} but repeats={self.repeats}; repeat must be < "
+                             f"{'repeats_max' if self.repeats == 'auto' else 'repeats'}")
+        if self.repeats_min > self.repeats_max:
+            raise ValueError(f"repeats_min={self.repeats_min} > repeats_max={self.repeats_max}")
         return self
 
     @model_validator(mode="after")
@@ -121,7 +142,7 @@ class ExperimentConfig(_Strict):
         """Hash of everything that defines the variant (not repeat, seed of the job,
         tracking, paths or cache settings): equal hashes = same treatment."""
         data = self.model_dump(mode="json", exclude={"repeat", "tracking", "paths", "fail_fast", "resume",
-                                                       "analysis"})
+                                                       "analysis", "repeats_min", "repeats_max"})
         data["llm"] = {k: v for k, v in data["llm"].items() if k not in ("cache_dir", "cache_mode")}
         blob = json.dumps(data, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -152,7 +173,9 @@ def pydantic_error_to_config_error(exc: Exception, prefix: str = "", data: Any =
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + loc)
         value = err.get("input", _value_at(data, loc))
-        if err["type"] == "extra_forbidden":
+        if not loc:  # a check across fields: its message names them
+            problems.append(err["msg"].removeprefix("Value error, "))
+        elif err["type"] == "extra_forbidden":
             problems.append(f"{key} is not a known option (remove it or check the spelling)")
         elif err["type"] == "missing":
             problems.append(f"{key} is required but missing")
@@ -160,10 +183,10 @@ def pydantic_error_to_config_error(exc: Exception, prefix: str = "", data: Any =
             problems.append(f"{key} = {value!r}: {err['msg'].lower()}")
     first = exc.errors()[0]
     example_key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(first["loc"]))
+    example = f" (e.g. {example_key}=<valid value>)" if example_key else ""
     return ConfigError(
         "invalid config: " + "; ".join(problems)
-        + f". Fix it on the command line (e.g. {example_key}=<valid value>) or in the conf/ file "
-        "that sets it."
+        + f". Fix it on the command line{example} or in the conf/ file that sets it."
     )
 
 

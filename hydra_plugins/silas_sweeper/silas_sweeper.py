@@ -23,6 +23,13 @@ Two more things the basic sweeper cannot know:
   recorded in ``control.json`` in the sweep folder, so the report can say so.
 * **No empty sweep.** ``repeats`` below 1 would give zero jobs and a silent
   exit 0; it is bad input instead.
+* **Adaptive repeats.** With ``repeats=auto`` the sweep runs in rounds: round
+  r launches repeat r of the control and of every variant still open, then
+  ``silas_exp.analysis.adaptive.review`` closes the variants whose verdict is
+  settled (Bonferroni alpha spending over the planned looks) or that more
+  repeats cannot decide, up to ``repeats_max``. Each round goes through the
+  configured launcher, so joblib and Ray run a round's jobs in parallel, and
+  ``resume=true`` skips finished jobs as in any sweep.
 """
 
 # No ``from __future__ import annotations`` here: Hydra loads plugin modules
@@ -138,6 +145,8 @@ class SilasSweeper(BasicSweeper):
         if isinstance(repeats, int) and repeats < 1:
             raise ValueError(f"repeats={repeats}: a sweep needs at least one repeat per variant; "
                              "use repeats=1 or more (default 5)")
+        if str(repeats) == "auto":
+            return self._adaptive(arguments)
         analysis = self.config.get("analysis") or {}
         controls = dict(analysis.get("controls") or {})
         if analysis.get("control"):  # a control named in config: nothing to add
@@ -166,6 +175,56 @@ class SilasSweeper(BasicSweeper):
         super().validate_batch_is_legal(chosen)
         log.info(f"Checked {len(chosen)} distinct job config(s) for {len(batch)} jobs "
                  f"in {time.perf_counter() - tic:.2f} s")
+
+    def _adaptive(self, arguments: List[str]) -> Any:  # noqa: UP006
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+        from omegaconf import OmegaConf
+
+        from silas_exp.analysis.adaptive import AdaptiveState, review
+        from silas_exp.analysis.settings import AnalysisSettings
+        from silas_exp.tracking.jobs import SweepInfo
+        from silas_exp.tracking.payload import variant_name
+
+        cfg = self.config
+        settings = AnalysisSettings.model_validate(OmegaConf.to_container(cfg.analysis,
+                                                                          resolve=True))
+        controls = {} if settings.control else dict(settings.controls)
+        params = {k: v for k, v in self.params.items() if k != "repeat"}
+        params, arguments, added = add_controls(params, list(arguments), controls)
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        overrides = parser.parse_overrides([f"{k}={v}" for k, v in params.items()] + arguments)
+        base = self.split_arguments(overrides, None)[0]
+        sweep_dir = Path(str(cfg.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(cfg, sweep_dir / "multirun.yaml")
+        if added:
+            (sweep_dir / CONTROL_FILE).write_text(json.dumps({"added": added}))
+        info = SweepInfo.read(sweep_dir)
+        swept = list(info.swept_keys) if info else [
+            o.get_key_element() for o in overrides if o.is_sweep_override()]
+        variants = {variant_name(job, swept, ""): job for job in base}
+        state = AdaptiveState.plan(settings, int(cfg.repeats_min), int(cfg.repeats_max))
+        state.write(sweep_dir)
+        returns, index = [], 0
+        for r in range(state.repeats_max):
+            open_ = [v for v in variants if v not in state.closed and v != state.control]
+            if not open_:
+                break
+            batch = [[*job, f"repeat={r}"] for v, job in variants.items()
+                     if v not in state.closed]
+            self.validate_batch_is_legal(batch)
+            results = self.launcher.launch(batch, initial_job_idx=index)
+            for res in results:
+                _ = res.return_value  # a failed job fails the sweep, as in the basic sweeper
+            index += len(batch)
+            returns.append(results)
+            if r + 1 in state.looks:
+                state = review(sweep_dir, settings, state, r + 1, Path(str(cfg.suite.path)))
+                for v, why in state.closed.items():
+                    if why["round"] == r + 1:
+                        log.info(f"Adaptive repeats: {v} stops after {r + 1} repeat(s): "
+                                 f"{why['outcome']} — {why['why']}")
+        return returns
 
 
 def _grow_planned_jobs(sweep_dir: Path, added: dict[str, str], arguments: list[str],

@@ -40,3 +40,46 @@ def simulate_calls(s: Scenario, n_sims: int = 500, seed: int = 0, n_resamples: i
                                   expanded=expanded)
         counts[metric_call(Oriented.of(ci.estimate, ci.low, ci.high, "higher"), s.margin)] += 1
     return {call: counts[call] / n_sims for call in MetricCall}
+
+
+def simulate_adaptive(s: Scenario, repeats_min: int = 2, repeats_max: int = 10,
+                      n_sims: int = 300, seed: int = 0, n_resamples: int = 1000,
+                      confidence: float = 0.95) -> dict[str, float]:
+    """The adaptive-repeats rule on simulated ablations: look after every round
+    from ``repeats_min`` on at the Bonferroni per-look confidence, stop when the
+    call is settled or more repeats cannot decide. Returns the final-call rates
+    and the mean repeats used (``s.n_repeats`` is ignored)."""
+    from silas_exp.stats.sequential import (
+        decide_chances,
+        futile,
+        look_confidence,
+        look_rounds,
+        look_z,
+        projected_half_width,
+    )
+
+    rounds = look_rounds(repeats_min, repeats_max)
+    per_look = look_confidence(confidence, len(rounds))
+    rng = np.random.default_rng(seed)
+    counts: Counter[MetricCall] = Counter()
+    used = 0
+    for i in range(n_sims):
+        case = rng.normal(0.0, s.case_sd, size=(s.n_cases, 1))
+        full = s.delta + case + rng.normal(0.0, s.repeat_sd, size=(s.n_cases, repeats_max))
+        for r in rounds:
+            m = full[:, :r]
+            ci = cluster_bootstrap_ci(m, n_resamples=n_resamples, confidence=per_look,
+                                      seed=i * 100 + r, expanded=True)
+            call = metric_call(Oriented.of(ci.estimate, ci.low, ci.high, "higher"), s.margin)
+            if call is not MetricCall.UNDECIDED or r == repeats_max:
+                break
+            h_max = projected_half_width(m, (ci.high - ci.low) / 2, repeats_max)
+            z = look_z(per_look, s.n_cases)
+            if futile([decide_chances(ci.estimate, ci.low, ci.high, s.margin, h_max, z)]):
+                break  # futile: more repeats of these cases cannot decide
+        counts[call] += 1
+        used += r
+    out = {call.value: counts[call] / n_sims for call in MetricCall}
+    out["mean_repeats"] = used / n_sims
+    return out
+

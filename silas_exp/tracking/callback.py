@@ -56,6 +56,7 @@ def _write_ablation(sweep_dir: Path, records, cfg: ExperimentConfig | None) -> N
     if len({r.variant for r in records if r.status == "finished"}) < 2:
         return
     from silas_exp.analysis.ablation import ablation
+    from silas_exp.analysis.adaptive import AdaptiveState, adaptive_notes
     from silas_exp.analysis.data import load_sweep_dir
     from silas_exp.analysis.html import ablation_html
     from silas_exp.analysis.parent import parent_summary
@@ -64,7 +65,13 @@ def _write_ablation(sweep_dir: Path, records, cfg: ExperimentConfig | None) -> N
 
     try:
         data = load_sweep_dir(sweep_dir, Path(cfg.suite.path) if cfg else None)
-        result = ablation(data, cfg.analysis if cfg else None)
+        settings = cfg.analysis if cfg else None
+        adaptive = AdaptiveState.read(sweep_dir)
+        if adaptive is not None and settings is not None:  # the confidence the looks used
+            settings = settings.model_copy(update={"confidence": adaptive.confidence})
+        result = ablation(data, settings)
+        if adaptive is not None:
+            result.notes += adaptive_notes(adaptive)
         plots = ablation_plots(result, data, sweep_dir / "ablation")
         md = ablation_markdown(result, [f"ablation/{p.name}" for p in plots])
         (sweep_dir / "ablation.md").write_text(md)

@@ -1,0 +1,116 @@
+"""Adaptive repeats (``repeats=auto``): after each round of repeats, settle the
+variants whose verdict is decided and stop running them.
+
+The sweeper runs repeat r of every open variant and of the control, then
+calls :func:`review`. A variant closes when, at the per-look confidence of a
+Bonferroni alpha-spending plan (silas_exp.stats.sequential), its verdict is
+ship or do not ship; when even ``repeats_max`` repeats could not decide
+(futility: inconclusive, with the cases that would); or at ``repeats_max``.
+The state is ``adaptive.json`` in the sweep folder, so the end-of-sweep
+report uses the same confidence and names the round each variant stopped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from silas_exp.analysis.ablation import AblationResult, ablation
+from silas_exp.analysis.data import load_sweep_dir
+from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.errors import AnalysisError
+from silas_exp.metrics.registry import spec
+from silas_exp.stats import MetricCall, Oriented, Outcome
+from silas_exp.stats.sequential import (
+    decide_chances,
+    futile,
+    look_confidence,
+    look_rounds,
+    look_z,
+    projected_half_width,
+)
+
+ADAPTIVE_FILE = "adaptive.json"
+
+
+@dataclass
+class AdaptiveState:
+    repeats_min: int
+    repeats_max: int
+    looks: list[int]  # the rounds after which verdicts are looked at
+    confidence: float  # two-sided confidence of each look
+    control: str | None = None
+    closed: dict[str, dict] = field(default_factory=dict)  # variant -> round, outcome, why
+
+    @classmethod
+    def plan(cls, settings: AnalysisSettings, repeats_min: int, repeats_max: int) -> AdaptiveState:
+        looks = look_rounds(repeats_min, repeats_max)
+        return cls(repeats_min, repeats_max, looks, look_confidence(settings.confidence,
+                                                                     len(looks)))
+
+    def write(self, folder: Path) -> None:
+        tmp = folder / (ADAPTIVE_FILE + ".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1))
+        tmp.replace(folder / ADAPTIVE_FILE)
+
+    @classmethod
+    def read(cls, folder: Path) -> AdaptiveState | None:
+        path = folder / ADAPTIVE_FILE
+        return cls(**json.loads(path.read_text())) if path.is_file() else None
+
+
+def _futile(r: AblationResult, data, variant: str, repeats_max: int) -> str | None:
+    """Why more repeats of the same cases cannot decide ``variant``, or None."""
+    chances, names = [], []
+    for c in r.comparisons:
+        if c.variant != variant or c.metric not in r.gated or c.call is not MetricCall.UNDECIDED:
+            continue
+        if c.n_cases < r.min_cases:
+            return f"only {c.n_cases} cases; repeats cannot add cases"
+        d = Oriented.of(c.delta, c.ci_low, c.ci_high, spec(c.metric).direction)
+        _, m = data.matrix(variant, r.control, c.metric)
+        h_max = projected_half_width(m, (c.ci_high - c.ci_low) / 2, repeats_max)
+        chances.append(decide_chances(d.estimate, d.low, d.high, c.margin, h_max,
+                                      look_z(r.confidence, c.n_cases)))
+        names.append(f"{c.metric} (≈ {c.n_needed or '?'} cases)")
+    if futile(chances):
+        return (f"under 10% chance that {repeats_max} repeats decide; more cases would: "
+                + ", ".join(names))
+    return None
+
+
+def review(sweep_dir: Path, settings: AnalysisSettings, state: AdaptiveState, round_: int,
+           suite_dir: Path | None = None) -> AdaptiveState:
+    """Close the variants decided after ``round_`` repeats (1-based); write the state."""
+    data = load_sweep_dir(sweep_dir, suite_dir)
+    looked = settings.model_copy(update={"confidence": state.confidence})
+    try:
+        result = ablation(data, looked)
+    except AnalysisError:
+        return state  # e.g. nothing finished yet: look again after the next round
+    state.control = result.control
+    for variant, vv in result.verdicts.items():
+        if variant in state.closed:
+            continue
+        why = None
+        if vv.outcome is not Outcome.INCONCLUSIVE:
+            why = "; ".join(vv.reasons)
+        elif round_ >= state.repeats_max:
+            why = f"repeats_max={state.repeats_max} reached: " + "; ".join(vv.reasons)
+        else:
+            why = _futile(result, data, variant, state.repeats_max)
+        if why:
+            state.closed[variant] = {"round": round_, "outcome": vv.outcome.value, "why": why}
+    state.write(sweep_dir)
+    return state
+
+
+def adaptive_notes(state: AdaptiveState) -> list[str]:
+    """Report lines: the plan and where each variant stopped."""
+    notes = [f"repeats=auto: verdicts looked at after rounds "
+             f"{', '.join(map(str, state.looks))} (Bonferroni alpha spending over "
+             f"{len(state.looks)} looks: each at {state.confidence:.2%} two-sided confidence)"]
+    notes += [f"{v} stopped after {c['round']} repeat(s): {c['outcome']} — {c['why']}"
+              for v, c in sorted(state.closed.items())]
+    return notes
