@@ -10,6 +10,10 @@ conditional-power futility. Compared with fixed N=5 at 95 %.
 --ablation-seeds runs the README ablation (scorer=weights,prompt,online, the
 control added by the sweep) with repeats=auto repeats_max=5 and with fixed
 repeats=5 for each seed, tracking off, and reports jobs and verdicts.
+--real-model runs scorer=weights,prompt on suite=chronicle_keepback with the
+Claude backend (the real anthropic SDK) against the local Messages API server
+of the tests, once adaptive and once fixed, each with a cold answer cache, and
+counts the API requests the server received.
 Writes bench/results/adaptive.json.
 """
 
@@ -31,13 +35,17 @@ REPO = Path(__file__).resolve().parents[1]
 VERDICT = re.compile(r"^  (\S+): (ship|do not ship|inconclusive) —", re.M)
 
 
-def sweep(seed: int, repeats: str, tmp: str) -> tuple[int, dict[str, str]]:
+def sweep(seed: int, repeats: str, tmp: str, extra: tuple[str, ...] = (),
+          variants: str = "scorer=weights,prompt,online") -> tuple[int, dict[str, str]]:
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
-    out = subprocess.run(
-        [sys.executable, "-m", "silas_exp", "-m", "scorer=weights,prompt,online",
+    proc = subprocess.run(
+        [sys.executable, "-m", "silas_exp", "-m", variants,
          f"repeats={repeats}", "repeats_max=5", f"seed={seed}", "tracking=none",
-         f"hydra.sweep.dir={tmp}/s{seed}-{repeats}"],
-        cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
+         f"hydra.sweep.dir={tmp}/s{seed}-{repeats}", f"paths.cache={tmp}/cache-{seed}-{repeats}",
+         *extra], cwd=REPO, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"sweep failed:\n{proc.stderr[-3000:]}")
+    out = proc.stdout
     jobs = len(re.findall(r"^\[job \d+\]", out, re.M))
     return jobs, dict(VERDICT.findall(out))
 
@@ -47,6 +55,8 @@ def main() -> None:
                                      formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--sims", type=int, default=300)
     parser.add_argument("--ablation-seeds", default="")
+    parser.add_argument("--real-model", action="store_true",
+                        help="also measure API requests saved against the local server")
     parser.add_argument("--quick", action="store_true", help="20 simulations, no sweeps")
     ns = parser.parse_args()
     sims = 20 if ns.quick else ns.sims
@@ -76,7 +86,32 @@ def main() -> None:
         share = sum(r["jobs_auto"] for r in rows) / sum(r["jobs_fixed"] for r in rows)
         out["jobs_share"] = share
         print(f"jobs: {share:.0%} of fixed N=5 (target <= 60%)")
+    if ns.real_model and not ns.quick:
+        out["real_model"] = real_model()
     save("adaptive", out)
+
+
+def real_model() -> dict:
+    import tempfile
+
+    sys.path.insert(0, str(REPO))
+    from tests.fakes.messages_server import API_KEY, FakeMessagesServer
+
+    os.environ["ANTHROPIC_API_KEY"] = API_KEY
+    result = {}
+    with FakeMessagesServer(latency_s=0.005) as srv, tempfile.TemporaryDirectory() as tmp:
+        extra = ("suite=chronicle_keepback", "model=claude-haiku-4-5",
+                 f"llm.base_url={srv.base_url}")
+        for repeats in ("auto", "5"):
+            before = srv.message_requests
+            jobs, verdicts = sweep(0, repeats, tmp, extra, "scorer=weights,prompt")
+            result[repeats] = {"jobs": jobs, "api_requests": srv.message_requests - before,
+                               "verdicts": verdicts}
+            print(f"real model, repeats={repeats}: {jobs} jobs, "
+                  f"{result[repeats]['api_requests']} API requests, verdicts {verdicts}")
+    result["requests_share"] = result["auto"]["api_requests"] / result["5"]["api_requests"]
+    print(f"API requests: {result['requests_share']:.0%} of fixed N=5")
+    return result
 
 
 if __name__ == "__main__":
