@@ -34,7 +34,8 @@ from silas_exp.tracking.jobs import (
     open_store,
     reopen_sweep,
 )
-from silas_exp.tracking.payload import git_revision, swept_keys
+from silas_exp.tracking.parent import apply_parent_summary
+from silas_exp.tracking.payload import default_params, git_revision, standard_tags, swept_keys
 from silas_exp.tracking.preflight import preflight
 
 
@@ -107,6 +108,7 @@ class TrackingCallback(Callback):
         if cfg is None or not cfg.tracking.enabled:
             info.write(sweep_dir)
             return
+        info.default_params = default_params()  # composed once here, not in every job
         try:
             preflight(cfg.tracking.uri)
         except TrackingError as exc:
@@ -120,6 +122,7 @@ class TrackingCallback(Callback):
             "silas.suite": cfg.suite.name, "silas.git_revision": git_revision(cfg.paths.root),
             "llm.backend": cfg.model.backend,
             "llm.simulated": str(cfg.model.backend == "simulated").lower(),
+            **standard_tags(cfg.paths.root),
         }
         if cfg.tracking.background and not cfg.resume:
             info.background = True
@@ -141,7 +144,7 @@ class TrackingCallback(Callback):
             if cfg.resume:
                 print("resume=true: no unfinished sweep with this command; starting a new one.")
             info.parent_run_id = store.start_run(info.experiment_id, f"sweep-{info.sweep_id}",
-                                                 info.parent_tags)
+                                                 info.parent_tags, start_time=info.started_at)
         info.write(sweep_dir)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -216,5 +219,6 @@ def _close_tracking(sweep_dir: Path, cfg: ExperimentConfig | None,
             store.log_artifacts(info.parent_run_id, sweep_dir / "ablation", "ablation")
         store.log(info.parent_run_id, metrics={"sweep.jobs": jobs,
                                                "sweep.failed_jobs": len(failed)})
+        apply_parent_summary(store, info.parent_run_id, sweep_dir)
         store.end_run(info.parent_run_id, "FAILED" if bad else "FINISHED")
     return info
