@@ -102,12 +102,12 @@ def recording(sink: CallSink) -> Iterator[CallSink]:
 
 
 class JsonlCallLog:
-    """A sink appending one JSON line per call to ``path``."""
+    """A sink writing one JSON line per call to ``path`` (a fresh file per job)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115  (closed by close())
+        self._fh = open(path, "w", encoding="utf-8")  # noqa: SIM115  (closed by close())
         self._lock = threading.Lock()
 
     def __call__(self, record: CallRecord) -> None:
