@@ -35,7 +35,7 @@ from silas_exp.tracking.jobs import (
     reopen_sweep,
 )
 from silas_exp.tracking.parent import apply_parent_summary
-from silas_exp.tracking.payload import default_params, git_revision, standard_tags, swept_keys
+from silas_exp.tracking.payload import code_revision, default_params, standard_tags, swept_keys
 from silas_exp.tracking.preflight import preflight
 
 
@@ -119,7 +119,7 @@ class TrackingCallback(Callback):
         info.parent_tags = {
             "silas.sweep_id": info.sweep_id, "silas.kind": "sweep", "silas.command": command,
             "silas.command_key": key, "silas.swept_keys": ",".join(info.swept_keys),
-            "silas.suite": cfg.suite.name, "silas.git_revision": git_revision(cfg.paths.root),
+            "silas.suite": cfg.suite.name, "silas.git_revision": code_revision(cfg.paths.root),
             "llm.backend": cfg.model.backend,
             "llm.simulated": str(cfg.model.backend == "simulated").lower(),
             **standard_tags(cfg.paths.root),

@@ -107,7 +107,7 @@ def standard_tags(root: str) -> dict[str, str]:
     """MLflow's own fields: Source, Version (git commit), User; one tag for versions."""
     tags = {"mlflow.source.name": SOURCE_NAME, "mlflow.source.type": "LOCAL",
             "mlflow.user": user_name(), "silas.versions": versions_line()}
-    rev = git_revision(root)
+    rev = code_revision(root)
     if rev != "unknown":
         tags["mlflow.source.git.commit"] = rev.removesuffix("-dirty")
     return tags
@@ -146,9 +146,16 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def code_revision(root: str) -> str:
+    """Git revision of the code that runs: the checkout silas_exp is imported
+    from (an editable install), else the project folder ``root``."""
+    rev = git_revision(str(Path(__file__).resolve().parents[2]))
+    return rev if rev != "unknown" else git_revision(root)
+
+
 @cache
 def git_revision(root: str) -> str:
-    """HEAD commit of the project checkout (+"-dirty" with local changes), or "unknown"."""
+    """HEAD commit of the checkout at ``root`` (+"-dirty" with local changes), or "unknown"."""
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=5, check=True).stdout.strip()
