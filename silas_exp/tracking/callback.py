@@ -35,7 +35,13 @@ from silas_exp.tracking.jobs import (
     reopen_sweep,
 )
 from silas_exp.tracking.parent import apply_parent_summary
-from silas_exp.tracking.payload import code_revision, default_params, standard_tags, swept_keys
+from silas_exp.tracking.payload import (
+    code_revision,
+    default_params,
+    standard_tags,
+    swept_keys,
+    ui_link,
+)
 from silas_exp.tracking.preflight import preflight
 
 
@@ -166,8 +172,10 @@ class TrackingCallback(Callback):
                   f"  every job result is kept in {sweep_dir}", file=sys.stderr)
         info = _close_tracking(sweep_dir, cfg, uploader, len(records), failed, broken)
         if cfg is not None and cfg.tracking.enabled and info and info.parent_run_id:
+            ui = "" if cfg.tracking.uri.startswith(("http://", "https://")) \
+                else f"\n  mlflow ui --backend-store-uri {cfg.tracking.uri}"
             print(f"\nMLflow: experiment {info.experiment_name!r}, parent run {info.parent_run_id}"
-                  f"\n  mlflow ui --backend-store-uri {cfg.tracking.uri}")
+                  f"{ui}\n  {ui_link(cfg.tracking.uri, info.experiment_id)}")
         sys.stdout.flush()
         if failed or broken is not None:
             STATE["jobs_failed"] = True

@@ -27,6 +27,16 @@ BASELINE_RUN_TAG = "silas.baseline_run_id"  # on a run: the suite's baseline whe
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # UI opens on runs
 
 
+def ui_link(tracking_uri: str, experiment_id: str | None, run_id: str | None = None) -> str:
+    """Where to look in the MLflow UI. ``workflowType=machine_learning`` opens the
+    runs view: MLflow 3.17's UI picks GenAI vs Model training from that switch
+    (default GenAI), whatever the experiment's ``mlflow.experimentKind`` tag says."""
+    base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) \
+        else "http://127.0.0.1:5000"
+    page = f"runs/{run_id}" if run_id else "runs"
+    return f"{base}/#/experiments/{experiment_id}/{page}?workflowType=machine_learning"
+
+
 def baseline_key(suite: str) -> str:
     """Experiment tag holding the run id of ``suite``'s current baseline."""
     return f"silas.baseline.{suite}"
