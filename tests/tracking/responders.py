@@ -27,7 +27,11 @@ def grading_responder(body: dict) -> dict:
                         "reasoning": f"{cid}: the answer states {len(answer.splitlines())} line(s); "
                                      f"score {score} of 5"})
         return {"criteria": out}
-    if "text" in props:  # a probe answer from the retained context
-        facts = [ln for ln in user.splitlines() if ln.startswith("- ")][:3]
-        return {"text": "\n".join(facts) or "- note: nothing retained | -"}
+    if not tools and "\n\nQuestion:" in user:  # a probe answer from the retained context
+        context = user.split("\n\nQuestion:", 1)[0]
+        facts = [ln for ln in context.splitlines() if ln.lstrip().startswith("- ")][:4]
+        if not facts:
+            facts = [f"- note: {ln[:70]}" for ln in context.splitlines()
+                     if ln.startswith("[") and not ln.startswith("[system")][:3]
+        return {"text": "\n".join(facts) or "- note: nothing retained"}
     return default_responder(body)
