@@ -23,6 +23,10 @@ EPILOG = """examples:
 
 
 def default_uri() -> str:
+    """MLFLOW_TRACKING_URI when set (MLflow's convention), else the project's store;
+    --tracking-uri wins over both."""
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
     root = os.environ.get("SILAS_EXP_ROOT", os.getcwd())
     return DEFAULT_URI.format(root=os.path.abspath(root))
 

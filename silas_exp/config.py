@@ -64,6 +64,9 @@ class TrackingConfig(_Strict):
     experiment_prefix: str = "silas"
     log_case_table: bool = True
     background: bool = True  # sweeps: one uploader process does all MLflow writes
+    experiment: str | None = None  # one experiment for every suite (else <prefix>-<suite>)
+    # LLM calls as MLflow traces (judge grades as feedback): auto = real-model runs only
+    traces: Literal["auto", "always", "never"] = "auto"
 
 
 class MetricsConfig(_Strict):

@@ -15,6 +15,16 @@ REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
 
 
+@pytest.fixture(autouse=True)
+def _tests_own_their_stores(monkeypatch):
+    """An exported MLFLOW_TRACKING_URI / MLFLOW_EXPERIMENT_NAME, or one that
+    mlflow.set_tracking_uri exports while a test runs, never reaches another
+    test's runs (set first, so that teardown removes whatever a test left)."""
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+
+
 def isolated_overrides(tmp: Path) -> list[str]:
     """Keep stores, caches and outputs of a test inside its tmp folder."""
     return [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from silas_exp.errors import AnalysisError, RegressionFound
@@ -167,28 +168,36 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _experiment_name(args) -> str:
+    """--experiment, else MLFLOW_EXPERIMENT_NAME, else the suite's own experiment."""
+    return args.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or f"{args.prefix}-{args.suite}"
+
+
 def cmd_baseline(args) -> int:
     from silas_exp.analysis import baseline
 
     reader = _reader(args)
     if args.action == "promote":
+        if not args.run:
+            raise AnalysisError("baseline promote needs a RUN id (mlflow ui shows it)")
         pins = baseline.promote(reader, args.run, Path(args.suite_dir) if args.suite_dir else None)
         print(f"baseline of suite {pins['suite']!r} is now run {pins['run_id']} "
               f"(suite {pins['suite_version']}, config {pins['config_hash']})")
     else:
-        print(json.dumps(baseline.show(reader, f"{args.prefix}-{args.suite}"), indent=1))
+        print(json.dumps(baseline.show(reader, _experiment_name(args), args.suite), indent=1))
     return 0
 
 
 def cmd_regress(args) -> int:
     from silas_exp.analysis import baseline
     from silas_exp.analysis.gates import check_gates, parse_gates
-    from silas_exp.analysis.regress import regress
+    from silas_exp.analysis.regress import record_outcome, regress
 
     reader = _reader(args)
     run = reader.run(args.run)
     base_id = args.baseline or baseline.current_baseline(
-        reader, reader.store.client.get_experiment(run.info.experiment_id).name)
+        reader, reader.store.client.get_experiment(run.info.experiment_id).name,
+        run.data.tags.get("silas.suite", ""))
     report = regress(_job(reader, args.run), _job(reader, base_id), args.run, base_id,
                      latency_floor_ms=args.latency_floor_ms)
     gates = check_gates(_job(reader, args.run).metrics, parse_gates(args.fail_under))
@@ -197,6 +206,9 @@ def cmd_regress(args) -> int:
     print(md)
     if args.out:
         Path(args.out).write_text(md)
+    if not args.no_log:
+        record_outcome(reader, args.run, report, md, args.accept_regression,
+                       all(g.passed for g in gates) if gates else None)
     if any(not g.passed for g in gates):
         return 1
     if report.regressed and not args.accept_regression:
@@ -269,6 +281,8 @@ def register(sub, default_uri) -> None:
     p.add_argument("run", nargs="?")
     p.add_argument("--suite", default="default")
     p.add_argument("--prefix", default="silas")
+    p.add_argument("--experiment", help="experiment name (default: $MLFLOW_EXPERIMENT_NAME, "
+                                        "else <prefix>-<suite>)")
     p.add_argument("--suite-dir", help="suite folder for baseline.json (default: the run's suite.path)")
 
     p = add("regress", cmd_regress, "regression check of a run against the baseline (exit 1)")
@@ -278,6 +292,8 @@ def register(sub, default_uri) -> None:
     p.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE")
     p.add_argument("--latency-floor-ms", type=float, default=50.0)
     p.add_argument("--out", help="write the markdown report here (for a PR description)")
+    p.add_argument("--no-log", action="store_true",
+                   help="do not record the outcome on the run (tag silas.regress + regress.md)")
 
     add("export-prometheus", cmd_prometheus, "pass rates in Prometheus text format (§20.8)")
 

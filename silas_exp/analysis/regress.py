@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -84,3 +85,20 @@ def regress(run: JobData, base: JobData, run_id: str, baseline_id: str,
                 + ", ".join(f"{c} ({sign * d:+.3f})" for d, c in worst))
     rep.notes.append(f"latency checked only where the baseline case took ≥ {latency_floor_ms:.0f} ms")
     return rep
+
+
+def record_outcome(reader, run_id: str, report: RegressionReport, markdown: str,
+                   accepted: bool = False, gates_passed: bool | None = None) -> dict[str, str]:
+    """Log the check on the run it checked: ``silas.regress=pass|regression`` (plus
+    the baseline it was checked against, when, and whether a regression was
+    accepted or a gate failed) and the report as ``regress.md``."""
+    tags = {"silas.regress": "regression" if report.regressed else "pass",
+            "silas.regress_baseline": report.baseline_id,
+            "silas.regress_at": datetime.now(UTC).isoformat()}
+    if report.regressed:
+        tags["silas.regress_accepted"] = str(accepted).lower()
+    if gates_passed is not None:
+        tags["silas.regress_gates"] = "pass" if gates_passed else "fail"
+    reader.store.log(run_id, tags=tags)
+    reader.store.log_text(run_id, markdown, "regress.md")
+    return tags

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from silas_exp.errors import BudgetExceeded, LLMError
+from silas_exp.llm import calls
 from silas_exp.llm.accounting import Accounting
 from silas_exp.llm.base import LLMBackend, LLMRequest, LLMResponse
 from silas_exp.llm.budget import SpendLedger
@@ -61,27 +63,39 @@ class LLMClient:
             raise BudgetExceeded(f"LLM budget reached: spent ${spent:.4f} of llm.max_usd=${cap:.4f}. "
                                  "Finished work is kept; raise llm.max_usd and re-run with resume=true.")
 
-    def _record(self, request: LLMRequest, response: LLMResponse, namespace: str) -> None:
+    def _record(self, request: LLMRequest, response: LLMResponse, namespace: str,
+                started_at: float) -> None:
         before = self.accounting.snapshot().cost_usd
         self.accounting.record(request.task, response)
+        cost = self.accounting.snapshot().cost_usd - before
         if self.ledger is not None:
-            self.ledger.add(self.job_key, self.accounting.snapshot().cost_usd - before)
+            self.ledger.add(self.job_key, cost)
         if self.cache is not None and not response.cached:
             self.cache.put(request, namespace, response)
+        calls.emit(request, namespace, started_at, response=response, cost_usd=cost)
 
-    def _cached(self, request: LLMRequest, namespace: str) -> LLMResponse | None:
+    def _record_error(self, request: LLMRequest, namespace: str, started_at: float,
+                      exc: LLMError) -> None:
+        self.accounting.record_error(exc.reason, exc.retries)
+        calls.emit(request, namespace, started_at, error=f"{exc.reason}: {exc}", retries=exc.retries)
+
+    def _cached(self, request: LLMRequest, namespace: str, started_at: float) -> LLMResponse | None:
         if self.cache is None:
             return None
         try:
-            return self.cache.get(request, namespace)
+            hit = self.cache.get(request, namespace)
         except LLMError as exc:  # replay mode miss
-            self.accounting.record_error(exc.reason)
+            self._record_error(request, namespace, started_at, exc)
             raise
-
-    async def acomplete(self, request: LLMRequest, *, namespace: str) -> LLMResponse:
-        hit = self._cached(request, namespace)
         if hit is not None:
             self.accounting.record(request.task, hit)
+            calls.emit(request, namespace, started_at, response=hit)
+        return hit
+
+    async def acomplete(self, request: LLMRequest, *, namespace: str) -> LLMResponse:
+        started_at = time.time()
+        hit = self._cached(request, namespace, started_at)
+        if hit is not None:
             return hit
         self._check_budget()
         if self._sem is None:
@@ -90,18 +104,18 @@ class LLMClient:
             try:
                 response = await self.backend.acomplete(request, namespace=namespace)
             except LLMError as exc:
-                self.accounting.record_error(exc.reason, exc.retries)
+                self._record_error(request, namespace, started_at, exc)
                 raise
-        self._record(request, response, namespace)
+        self._record(request, response, namespace, started_at)
         return response
 
     async def _abatch(self, requests: Sequence[LLMRequest], namespace: str) -> list[Any]:
         out: list[Any] = [None] * len(requests)
         todo: list[int] = []
+        started_at = time.time()
         for i, r in enumerate(requests):
-            hit = self._cached(r, namespace)
+            hit = self._cached(r, namespace, started_at)
             if hit is not None:
-                self.accounting.record(r.task, hit)
                 out[i] = hit
             else:
                 todo.append(i)
@@ -110,9 +124,9 @@ class LLMClient:
             answers = await self.backend.abatch([requests[i] for i in todo], namespace=namespace)
             for i, ans in zip(todo, answers, strict=True):
                 if isinstance(ans, LLMError):
-                    self.accounting.record_error(ans.reason, ans.retries)
+                    self._record_error(requests[i], namespace, started_at, ans)
                 elif isinstance(ans, LLMResponse):
-                    self._record(requests[i], ans, namespace)
+                    self._record(requests[i], ans, namespace, started_at)
                 out[i] = ans
         return out
 
@@ -120,8 +134,9 @@ class LLMClient:
     def complete(self, request: LLMRequest, *, namespace: str) -> LLMResponse:
         if isinstance(self.backend, SimulatedBackend) and not self.backend.latency_ms:
             self._check_budget()
+            started_at = time.time() if calls.active() else 0.0
             response = self.backend.answer(request, namespace)
-            self._record(request, response, namespace)
+            self._record(request, response, namespace, started_at)
             return response
         return self._run(self.acomplete(request, namespace=namespace))
 

@@ -171,6 +171,31 @@ class Judge:
         return Grade(scores, grades[0].reasoning, variance)
 
 
+@dataclass(frozen=True)
+class Assessment:
+    """One judge verdict on one probe answer, shaped for an assessment store
+    (MLflow feedback): name, value (0-5), rationale."""
+
+    name: str
+    value: float
+    rationale: str
+
+
+def assessments(row: dict) -> list[Assessment]:
+    """A graded probe row (``probes.json``) as assessments: ``overall`` and one per
+    rubric dimension, each with the judge's reasoning for that dimension's criteria."""
+    if row.get("overall") is None:
+        return []
+    reasoning = row.get("reasoning") or {}
+    scores = row.get("scores") or {}
+    out = [Assessment("overall", float(row["overall"]), "Unweighted mean of the dimension scores.")]
+    for dim, value in (row.get("dimensions") or {}).items():
+        why = [f"{c} = {scores[c]:g}: {reasoning.get(c, '')}".strip()
+               for c in scores if CRITERIA.get(c, ("",))[0] == dim]
+        out.append(Assessment(dim, float(value), "\n".join(why)))
+    return out
+
+
 def load_human_labels(path: str | Path) -> dict[tuple[str, str], float]:
     p = Path(path)
     try:

@@ -72,8 +72,10 @@ def run_probe_case(session: Session, plan: ProbePlan, strategy: Any, llm: Any, j
             row: dict[str, Any] = {"probe_id": probe.probe_id, "type": probe.type, "event": event,
                                    "turn": turn, "question": probe.question}
             try:
-                answer = llm.complete(answer_request(probe, context, main_model),
-                                      namespace=f"{namespace}/{probe.probe_id}").data["text"]
+                response = llm.complete(answer_request(probe, context, main_model),
+                                        namespace=f"{namespace}/{probe.probe_id}")
+                # a real model answers in plain text (no structured data); the simulated one in data
+                answer = response.data["text"] if response.data else response.text
                 grade = judge.grade(probe, answer)
             except LLMError as exc:  # recorded as an error, never as a score of 0
                 out.errors += 1

@@ -22,10 +22,12 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from silas_exp.tracking.jobs import JOB_FILE, SweepInfo, log_job_folder
+from silas_exp.tracking.jobs import JOB_FILE, SweepInfo, log_job_folder, open_job_run
+from silas_exp.tracking.parent import apply_parent_summary
 
 DONE_FILE = "sweep.done"
 TRACKED_FILE = ".tracked.json"
@@ -52,6 +54,21 @@ def _read(path: Path) -> dict[str, Any] | None:
         return None  # absent or still being written
 
 
+def job_end_time(job_dir: Path, result: dict[str, Any]) -> float | None:
+    """When the job ended: its run record's ``completed_at``, else when it wrote
+    ``result.json`` (a failed job has no run record)."""
+    completed = (result.get("run") or {}).get("completed_at")
+    if completed:
+        try:
+            return datetime.fromisoformat(completed).timestamp()
+        except ValueError:
+            pass
+    try:
+        return (job_dir / "result.json").stat().st_mtime
+    except OSError:
+        return None
+
+
 class Uploader:
     def __init__(self, sweep_dir: Path) -> None:
         from silas_exp.tracking.store import MlflowStore
@@ -64,9 +81,11 @@ class Uploader:
         self.store = MlflowStore(info.tracking_uri, info.artifact_root)
         self.store.ensure_store()
         info.experiment_id = info.experiment_id or self.store.ensure_experiment(info.experiment_name)
+        self.experiment_tags = self.store.experiment_tags(info.experiment_id)
         if not info.parent_run_id:
             info.parent_run_id = self.store.start_run(
-                info.experiment_id, f"sweep-{info.sweep_id}", info.parent_tags)
+                info.experiment_id, f"sweep-{info.sweep_id}", info.parent_tags,
+                start_time=info.started_at or None)
             info.write(sweep_dir)
         self.open_runs: dict[Path, str] = {}
 
@@ -80,21 +99,19 @@ class Uploader:
         if job is None:
             return False
         if job_dir not in self.open_runs:
-            run_id = self.store.start_run(self.info.experiment_id, job["run_name"], job["tags"],
-                                          self.info.parent_run_id)
-            self.store.log(run_id, params=job["params"])
-            self.open_runs[job_dir] = run_id
+            self.open_runs[job_dir] = open_job_run(self.store, self.info.experiment_id, job,
+                                                   self.info.parent_run_id, self.experiment_tags)
         result = _read(job_dir / "result.json")
         if result is None:
             return False
         run_id = self.open_runs.pop(job_dir)
         results = (result.get("run") or {}).get("results", [])
         log_job_folder(self.store, run_id, job_dir, result.get("metrics", {}), results,
-                       job.get("log_case_table", True))
+                       job.get("log_case_table", True), job)
         status = "FINISHED" if result["status"] == "finished" else "FAILED"
         if status == "FAILED":
             self.store.log(run_id, tags={"silas.error": str(result.get("error"))[:4000]})
-        self.store.end_run(run_id, status)
+        self.store.end_run(run_id, status, end_time=job_end_time(job_dir, result))
         (job_dir / TRACKED_FILE).write_text(json.dumps({"run_id": run_id, "status": status}))
         return True
 
@@ -113,6 +130,7 @@ class Uploader:
             self.store.log_artifacts(self.info.parent_run_id, self.dir / "ablation", "ablation")
         jobs = sum(1 for d in self.dir.iterdir() if (d / TRACKED_FILE).exists())
         self.store.log(self.info.parent_run_id, metrics={"sweep.jobs": jobs})
+        apply_parent_summary(self.store, self.info.parent_run_id, self.dir)
         self.store.end_run(self.info.parent_run_id, status)
 
 

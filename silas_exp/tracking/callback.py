@@ -34,7 +34,14 @@ from silas_exp.tracking.jobs import (
     open_store,
     reopen_sweep,
 )
-from silas_exp.tracking.payload import git_revision, swept_keys
+from silas_exp.tracking.parent import apply_parent_summary
+from silas_exp.tracking.payload import (
+    code_revision,
+    default_params,
+    standard_tags,
+    swept_keys,
+    ui_link,
+)
 from silas_exp.tracking.preflight import preflight
 
 
@@ -127,6 +134,7 @@ class TrackingCallback(Callback):
         if cfg is None or not cfg.tracking.enabled:
             info.write(sweep_dir)
             return
+        info.default_params = default_params()  # composed once here, not in every job
         try:
             preflight(cfg.tracking.uri)
         except TrackingError as exc:
@@ -137,9 +145,10 @@ class TrackingCallback(Callback):
         info.parent_tags = {
             "silas.sweep_id": info.sweep_id, "silas.kind": "sweep", "silas.command": command,
             "silas.command_key": key, "silas.swept_keys": ",".join(info.swept_keys),
-            "silas.suite": cfg.suite.name, "silas.git_revision": git_revision(cfg.paths.root),
+            "silas.suite": cfg.suite.name, "silas.git_revision": code_revision(cfg.paths.root),
             "llm.backend": cfg.model.backend,
             "llm.simulated": str(cfg.model.backend == "simulated").lower(),
+            **standard_tags(cfg.paths.root),
         }
         if cfg.tracking.background and not cfg.resume:
             info.background = True
@@ -161,7 +170,7 @@ class TrackingCallback(Callback):
             if cfg.resume:
                 print("resume=true: no unfinished sweep with this command; starting a new one.")
             info.parent_run_id = store.start_run(info.experiment_id, f"sweep-{info.sweep_id}",
-                                                 info.parent_tags)
+                                                 info.parent_tags, start_time=info.started_at)
         info.write(sweep_dir)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -183,8 +192,10 @@ class TrackingCallback(Callback):
                   f"  every job result is kept in {sweep_dir}", file=sys.stderr)
         info = _close_tracking(sweep_dir, cfg, uploader, len(records), failed, broken)
         if cfg is not None and cfg.tracking.enabled and info and info.parent_run_id:
+            ui = "" if cfg.tracking.uri.startswith(("http://", "https://")) \
+                else f"\n  mlflow ui --backend-store-uri {cfg.tracking.uri}"
             print(f"\nMLflow: experiment {info.experiment_name!r}, parent run {info.parent_run_id}"
-                  f"\n  mlflow ui --backend-store-uri {cfg.tracking.uri}")
+                  f"{ui}\n  {ui_link(cfg.tracking.uri, info.experiment_id)}")
         sys.stdout.flush()
         if failed or broken is not None:
             STATE["jobs_failed"] = True
@@ -236,5 +247,6 @@ def _close_tracking(sweep_dir: Path, cfg: ExperimentConfig | None,
             store.log_artifacts(info.parent_run_id, sweep_dir / "ablation", "ablation")
         store.log(info.parent_run_id, metrics={"sweep.jobs": jobs,
                                                "sweep.failed_jobs": len(failed)})
+        apply_parent_summary(store, info.parent_run_id, sweep_dir)
         store.end_run(info.parent_run_id, "FAILED" if bad else "FINISHED")
     return info

@@ -6,14 +6,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from silas_exp.probes.report import PROBE_TABLE, probe_table
-from silas_exp.tracking.payload import flatten, git_revision, package_versions
+from silas_exp.tracking.payload import (
+    BASELINE_RUN_TAG,
+    baseline_key,
+    code_revision,
+    default_params,
+    flatten,
+    run_params,
+    standard_tags,
+    suite_dataset,
+)
 
 if TYPE_CHECKING:  # mlflow is imported only where a store is opened (~1.2 s)
     from silas_exp.config import ExperimentConfig
@@ -37,6 +48,7 @@ class SweepInfo:
     parent_tags: dict[str, str] = field(default_factory=dict)
     jobs_total: int | None = None  # planned jobs (grid sweepers), for progress lines
     started_at: float = 0.0  # time.time() when the sweep started
+    default_params: dict[str, str] = field(default_factory=dict)  # composed once, for run params
 
     def write(self, folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
@@ -101,7 +113,8 @@ def new_sweep_id() -> str:
 
 
 def experiment_name(cfg: ExperimentConfig) -> str:
-    return f"{cfg.tracking.experiment_prefix}-{cfg.suite.name}"
+    """``tracking.experiment`` (or MLFLOW_EXPERIMENT_NAME), else one per suite."""
+    return cfg.tracking.experiment or f"{cfg.tracking.experiment_prefix}-{cfg.suite.name}"
 
 
 def open_store(cfg: ExperimentConfig) -> MlflowStore | None:
@@ -120,31 +133,52 @@ def run_tags(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None) -> di
         "silas.config_hash": cfg.variant_hash(),
         "silas.suite": cfg.suite.name,
         "silas.scorer": cfg.scorer.name,
-        "silas.git_revision": git_revision(cfg.paths.root),
+        "silas.git_revision": code_revision(cfg.paths.root),
         "llm.backend": cfg.model.backend,
         "llm.simulated": str(cfg.model.backend == "simulated").lower(),
         "silas.eviction": cfg.eviction.name,
         "judge.kind": cfg.judge.kind,
         "judge.version": cfg.judge.version,
-        "mlflow.source.name": "silas_exp",
+        **standard_tags(cfg.paths.root),
     }
-    tags.update({f"version.{k}": v for k, v in package_versions().items()})
     if sweep is not None:
         tags["silas.sweep_id"] = sweep.sweep_id
     return tags
 
 
 JOB_FILE = "job.json"
+CALL_LOG = "llm_calls.jsonl"  # the job's model calls (tracing on), turned into MLflow traces
+
+
+def traces_wanted(cfg: ExperimentConfig) -> bool:
+    """tracking.traces: auto = real-model runs only (simulated runs stay fast)."""
+    mode = cfg.tracking.traces
+    return cfg.tracking.enabled and (mode == "always" or (mode == "auto"
+                                                          and cfg.model.backend != "simulated"))
+
+
+def job_description(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None,
+                    suite_version: str) -> str:
+    where = f" of sweep `{sweep.sweep_id}`" if sweep is not None else ""
+    return (f"**{job.variant}**, repeat {job.repeat}{where} (seed {job.seed}): suite "
+            f"`{cfg.suite.name}` v{suite_version}, model `{cfg.model.name}`, scorer "
+            f"`{cfg.scorer.name}`, eviction `{cfg.eviction.name}`, judge `{cfg.judge.name}`.")
 
 
 def job_payload(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None,
                 suite_version: str) -> dict[str, Any]:
-    """Run name, tags and params of one job's run (both tracking paths use it)."""
+    """Run name, tags, params, dataset and start time of one job's run (both
+    tracking paths use it; the background uploader reads it from job.json)."""
     tags = {**run_tags(cfg, job, sweep), "silas.suite_version": suite_version}
-    params = flatten(cfg.model_dump(mode="json", exclude={"paths", "resume"}))
+    flat = flatten(cfg.model_dump(mode="json", exclude={"paths", "resume"}))
+    defaults = sweep.default_params if sweep is not None and sweep.default_params else default_params()
+    params = run_params(flat, defaults, sweep.swept_keys if sweep is not None else [])
     params["job.seed"] = str(job.seed)
     return {"run_name": f"{job.variant}#r{job.repeat}", "tags": tags, "params": params,
-            "experiment_name": experiment_name(cfg), "log_case_table": cfg.tracking.log_case_table}
+            "experiment_name": experiment_name(cfg), "log_case_table": cfg.tracking.log_case_table,
+            "started_at": time.time(), "description": job_description(cfg, job, sweep, suite_version),
+            "dataset": suite_dataset(cfg.suite.path, cfg.suite.name, suite_version, cfg.paths.root),
+            "traces": traces_wanted(cfg), "optimize": cfg.metrics.optimize}
 
 
 def write_job_file(out_dir: Path, payload: dict[str, Any]) -> None:
@@ -154,38 +188,77 @@ def write_job_file(out_dir: Path, payload: dict[str, Any]) -> None:
     tmp.replace(out_dir / JOB_FILE)
 
 
+def open_job_run(store: MlflowStore, experiment_id: str, payload: dict[str, Any],
+                 parent_run_id: str | None, experiment_tags: dict[str, str]) -> str:
+    """Create a job's run with its own start time, params and dataset input."""
+    tags = dict(payload["tags"])
+    base = experiment_tags.get(baseline_key(tags.get("silas.suite", "")))
+    if base:
+        tags[BASELINE_RUN_TAG] = base
+    tags["mlflow.note.content"] = payload.get("description", "")
+    run_id = store.start_run(experiment_id, payload["run_name"], tags, parent_run_id,
+                             start_time=payload.get("started_at"))
+    store.log(run_id, params=payload["params"])
+    if payload.get("dataset"):
+        store.log_dataset(run_id, payload["dataset"])
+    return run_id
+
+
 class JobTracker:
     """Context manager around one job's MLflow run: the run is created on entry
     (with its config as params, so even a crashed job shows what it ran) and
-    always ends FINISHED, FAILED or KILLED on exit — never left RUNNING."""
+    always ends FINISHED, FAILED or KILLED on exit — never left RUNNING.
+
+    With tracing on (``tracking.traces``), the job's model calls are written to
+    ``llm_calls.jsonl`` in ``out_dir`` (default: Hydra's output folder of the
+    job) whether or not this process writes to MLflow."""
 
     def __init__(self, store: MlflowStore | None, cfg: ExperimentConfig, job: JobSpec,
-                 sweep: SweepInfo | None, suite_version: str) -> None:
+                 sweep: SweepInfo | None, suite_version: str, out_dir: Path | None = None) -> None:
         self.store, self.cfg, self.job, self.sweep = store, cfg, job, sweep
         self.suite_version = suite_version
         self.run_id: str | None = None
         self.experiment_id: str | None = None
+        self.payload: dict[str, Any] = {}
+        self.out_dir = out_dir
+        self._calls: contextlib.ExitStack | None = None
 
     def __enter__(self) -> JobTracker:
+        if traces_wanted(self.cfg):
+            self._record_calls()
         if self.store is None:
             return self
         exp_id = self.sweep.experiment_id if self.sweep and self.sweep.experiment_id else None
         self.experiment_id = exp_id or self.store.ensure_experiment(experiment_name(self.cfg))
         parent = self.sweep.parent_run_id if self.sweep else None
-        payload = job_payload(self.cfg, self.job, self.sweep, self.suite_version)
-        self.run_id = self.store.start_run(self.experiment_id, payload["run_name"],
-                                           payload["tags"], parent)
-        self.store.log(self.run_id, params=payload["params"])
+        self.payload = job_payload(self.cfg, self.job, self.sweep, self.suite_version)
+        self.run_id = open_job_run(self.store, self.experiment_id, self.payload, parent,
+                                   self.store.experiment_tags(self.experiment_id))
         return self
 
+    def _record_calls(self) -> None:
+        from silas_exp.llm.calls import JsonlCallLog, recording
+
+        out_dir = self.out_dir or hydra_output_dir()
+        if out_dir is None:
+            return
+        self._calls = contextlib.ExitStack()
+        self._calls.enter_context(recording(JsonlCallLog(Path(out_dir) / CALL_LOG)))
+
     def log_outcome(self, outcome: JobOutcome, out_dir: Path) -> None:
+        if self._calls is not None:
+            self._calls.close()
+            self._calls = None
         if self.store is None or self.run_id is None:
             return
         log_job_folder(self.store, self.run_id, out_dir, outcome.metrics,
                        outcome.run.model_dump(mode="json")["results"],
-                       self.cfg.tracking.log_case_table)
+                       self.cfg.tracking.log_case_table, self.payload)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._calls is not None:
+            self._calls.close()
+            self._calls = None
         if self.store is None or self.run_id is None:
             return
         if exc_type is None:
@@ -201,16 +274,28 @@ class JobTracker:
             self.store.end_run(self.sweep.parent_run_id, "KILLED")
 
 
+def hydra_output_dir() -> Path | None:
+    from hydra.core.hydra_config import HydraConfig
+
+    return Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+
+
 ARTIFACT_FILES = ("result.json", "feedback.sqlite", "calibration.json")
 
 
 def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict[str, float],
-                   results: list[dict[str, Any]], log_case_table: bool) -> None:
-    """Log a finished job's metrics, per-case table and artifacts from its folder."""
+                   results: list[dict[str, Any]], log_case_table: bool,
+                   payload: dict[str, Any] | None = None) -> None:
+    """Log a finished job's metrics, per-case table, artifacts and (tracing on)
+    model-call traces from its folder; complete the run's description."""
+    payload = payload or {}
     pass_rate = metrics.get("summary.pass_rate")
     tags = {"silas.pass_rate": f"{pass_rate:.3f}"} if pass_rate is not None else {}
     if "judge.low_agreement" in metrics:
         tags["judge.low_agreement"] = str(bool(metrics["judge.low_agreement"])).lower()
+    if payload.get("description"):
+        tags["mlflow.note.content"] = payload["description"] + "\n\n" + outcome_line(
+            metrics, payload.get("optimize"))
     store.log(run_id, metrics=metrics, tags=tags)
     if log_case_table and results:
         store.log_table(run_id, case_table(results), "cases.json")
@@ -223,6 +308,21 @@ def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict
     for name in ARTIFACT_FILES:
         if (out_dir / name).is_file():
             store.log_artifact(run_id, out_dir / name)
+    if payload.get("traces") and (out_dir / CALL_LOG).is_file():
+        from silas_exp.tracking.traces import log_traces
+
+        log_traces(store, run_id, out_dir / CALL_LOG, probes if probes.is_file() else None)
+
+
+def outcome_line(metrics: dict[str, float], optimize: str | None) -> str:
+    parts = [f"{metrics['summary.cases']:.0f} cases"] if "summary.cases" in metrics else []
+    if "summary.pass_rate" in metrics:
+        parts.append(f"pass rate {metrics['summary.pass_rate']:.0%}")
+    if optimize and optimize in metrics:
+        parts.append(f"`{optimize}` = {metrics[optimize]:.4f}")
+    if metrics.get("llm.cost_usd"):
+        parts.append(f"LLM cost ${metrics['llm.cost_usd']:.4f}")
+    return "Result: " + ", ".join(parts) + "." if parts else "No result."
 
 
 def case_table(results: list[dict[str, Any]]) -> dict[str, list[Any]]:

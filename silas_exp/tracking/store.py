@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import math
 import os
 import time
@@ -21,11 +22,12 @@ from typing import Any, TypeVar
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 import mlflow  # noqa: E402
-from mlflow.entities import Metric, Param, RunTag  # noqa: E402
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 from silas_exp.errors import TrackingError  # noqa: E402
+from silas_exp.tracking.payload import EXPERIMENT_KIND  # noqa: E402
 
 T = TypeVar("T")
 
@@ -36,6 +38,18 @@ TERMINAL = ("FINISHED", "FAILED", "KILLED")
 
 def _sqlite_path(uri: str) -> Path | None:
     return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else int(seconds * 1000)
+
+
+def artifact_root_for(uri: str, artifact_root: str | None) -> str | None:
+    """A tracking server (http/https) stores artifacts where it was told to; a
+    local folder is applied only to database stores. URIs (s3://…) always apply."""
+    if artifact_root and uri.startswith(("http://", "https://")) and "://" not in artifact_root:
+        return None
+    return artifact_root
 
 
 class _WriteLock:
@@ -73,7 +87,7 @@ class _WriteLock:
 
 class MlflowStore:
     def __init__(self, uri: str, artifact_root: str | None = None) -> None:
-        self.uri, self.artifact_root = uri, artifact_root
+        self.uri, self.artifact_root = uri, artifact_root_for(uri, artifact_root)
         db = _sqlite_path(uri)
         if db is not None:
             try:
@@ -95,32 +109,68 @@ class MlflowStore:
             ) from None
 
     def ensure_experiment(self, name: str, tags: Mapping[str, str] | None = None) -> str:
+        """The experiment's id, created if needed, tagged so the UI opens on its runs."""
         exp = self.client.get_experiment_by_name(name)
         if exp is not None:
+            missing = {k: v for k, v in EXPERIMENT_KIND.items() if k not in exp.tags}
+            for key, value in missing.items():
+                self.set_experiment_tag(exp.experiment_id, key, value)
             return exp.experiment_id
         location = None
-        if self.artifact_root:
+        if self.artifact_root and "://" in self.artifact_root:
+            location = f"{self.artifact_root.rstrip('/')}/{name}"
+        elif self.artifact_root:
             location = Path(self.artifact_root, name).resolve().as_uri()
         try:
-            return self._lock.run(self.client.create_experiment, name,
-                                  artifact_location=location, tags=dict(tags or {}))
+            return self._lock.run(self.client.create_experiment, name, artifact_location=location,
+                                  tags={**EXPERIMENT_KIND, **(tags or {})})
         except MlflowException:
             exp = self.client.get_experiment_by_name(name)  # created concurrently
             if exp is None:
                 raise
             return exp.experiment_id
 
+    def writing(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the store's write lock around writes made outside this class
+        (traces); do not call this class's own writing methods inside."""
+        return self._lock.held()
+
     def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
         self._lock.run(self.client.set_experiment_tag, experiment_id, key, value)
 
+    def experiment_tags(self, experiment_id: str) -> dict[str, str]:
+        return dict(self.client.get_experiment(experiment_id).tags)
+
     # -- runs ------------------------------------------------------------------
     def start_run(self, experiment_id: str, name: str, tags: Mapping[str, str],
-                  parent_run_id: str | None = None) -> str:
+                  parent_run_id: str | None = None, start_time: float | None = None) -> str:
+        """``start_time`` (seconds since the epoch): when the job started, for runs
+        created after the fact (the UI's Created and Duration come from it)."""
         all_tags = dict(tags)
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
-        run = self._lock.run(self.client.create_run, experiment_id, run_name=name, tags=all_tags)
+        run = self._lock.run(self.client.create_run, experiment_id, run_name=name, tags=all_tags,
+                             start_time=_ms(start_time))
         return run.info.run_id
+
+    def log_dataset(self, run_id: str, dataset: Mapping[str, Any]) -> None:
+        """A suite as the run's dataset input (Dataset column, ``dataset.name`` filters):
+        MLflow's MetaDataset with a file-system source, version and case count as profile."""
+        from mlflow.data.meta_dataset import MetaDataset
+        from mlflow.data.sources import LocalArtifactDatasetSource
+
+        meta = MetaDataset(LocalArtifactDatasetSource(dataset["source"]), name=dataset["name"],
+                           digest=dataset["digest"])
+        d = meta.to_dict()
+        entity = Dataset(name=d["name"], digest=d["digest"], source_type=d["source_type"],
+                         source=d["source"],
+                         profile=json.dumps({"version": dataset["version"], "cases": dataset["cases"]}))
+        inp = DatasetInput(entity, tags=[InputTag("mlflow.data.context", "evaluation"),
+                                         InputTag("silas.suite_version", dataset["version"])])
+        self._lock.run(self.client.log_inputs, run_id, datasets=[inp])
+
+    def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
+        self.client.log_text(run_id, text, artifact_file)
 
     def log(self, run_id: str, params: Mapping[str, str] | None = None,
             metrics: Mapping[str, float] | None = None, tags: Mapping[str, str] | None = None,
@@ -147,8 +197,8 @@ class MlflowStore:
     def log_table(self, run_id: str, data: Mapping[str, list[Any]], artifact_file: str) -> None:
         self._lock.run(self.client.log_table, run_id, data=dict(data), artifact_file=artifact_file)
 
-    def end_run(self, run_id: str, status: str = "FINISHED") -> None:
-        self._lock.run(self.client.set_terminated, run_id, status=status)
+    def end_run(self, run_id: str, status: str = "FINISHED", end_time: float | None = None) -> None:
+        self._lock.run(self.client.set_terminated, run_id, status=status, end_time=_ms(end_time))
 
     def set_status(self, run_id: str, status: str) -> None:
         self._lock.run(self.client.update_run, run_id, status=status)

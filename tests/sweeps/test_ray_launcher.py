@@ -38,6 +38,6 @@ def test_ray_sweep_logs_every_job(tmp_path, background):
     assert len(children) == 4 and all(r.info.status == "FINISHED" for r in children)
     assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parents[0].info.run_id}
     for r in children:
-        assert "context.retrieval_relevance" in r.data.metrics and len(r.data.params) > 50
+        assert "context.retrieval_relevance" in r.data.metrics and 0 < len(r.data.params) <= 40
     # jobs ran in Ray worker processes, not in the launching process
     assert "(_run_job pid=" in proc.stdout + proc.stderr

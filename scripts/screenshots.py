@@ -1,0 +1,186 @@
+"""Screenshots of the MLflow UI for ``docs/img/`` (not part of the test run).
+
+Builds a throwaway project folder, fills an MLflow store the way a user would —
+a sweep on the smoke suite (``scorer=heuristic,weights``, 2 repeats) and one
+real-model probe run against the local Messages API server of the tests (real
+``anthropic`` SDK, judge=llm) — serves it with ``mlflow server`` and takes
+1280×800 PNGs in headless Chromium:
+
+* ``experiment_runs.png``   the experiment as the printed link opens it (runs)
+* ``runs_expanded.png``     the runs table with the sweep's parent run expanded
+* ``child_run.png``         a job run's overview: times, description, params, dataset
+* ``probe_trace.png``       a probe's trace (answer + judge spans) with the judge's feedback
+
+Needs Debian's ``chromium`` and ``chromium-driver`` and ``pip install selenium``;
+run from the repository root:
+
+    python scripts/screenshots.py [--out docs/img] [--keep /tmp/shots]
+
+PNGs are reduced to a 256-colour palette (each well under 200 KB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+SIZE = (1280, 800)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _silas(work: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    paths = [f"paths.root={work}", f"paths.suites={REPO / 'suites'}", f"paths.cache={work / 'cache'}"]
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME")}
+    proc = subprocess.run([sys.executable, "-m", "silas_exp", *args, *paths], cwd=REPO,
+                          env={**clean, "MLFLOW_DISABLE_TELEMETRY": "true", **(env or {})},
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise SystemExit(f"silas_exp {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+
+
+def fill_store(work: Path) -> None:
+    from tests.fakes.messages_server import API_KEY, FakeMessagesServer
+    from tests.tracking.responders import grading_responder
+
+    _silas(work, "-m", "scorer=heuristic,weights", "suite=smoke", "repeats=2",
+           f"hydra.sweep.dir={work / 'multirun'}")
+    with FakeMessagesServer(responder=grading_responder, latency_s=0.25, jitter_s=0.1) as server:
+        _silas(work, "suite=probes", f"suite.path={REPO / 'probes' / 'default'}",
+               "suite.max_cases=1", "eviction=anchored",
+               "model=claude-haiku-4-5", "judge=llm", "judge.repeats=1",
+               f"llm.base_url={server.base_url}", f"hydra.run.dir={work / 'probe'}",
+               env={"ANTHROPIC_API_KEY": API_KEY})
+
+
+def serve(work: Path) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", f"sqlite:///{work / 'mlruns' / 'mlflow.db'}", "--workers", "1"],
+        env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2):
+                return server, url
+        except OSError:
+            time.sleep(0.5)
+    server.terminate()
+    raise SystemExit("mlflow server did not become healthy within 90 s")
+
+
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    opts = Options()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        opts.add_argument(arg)
+    opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    driver = webdriver.Chrome(options=opts, service=Service(shutil.which("chromedriver")))
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": SIZE[0], "height": SIZE[1], "deviceScaleFactor": 1, "mobile": False})
+    return driver
+
+
+def _click(driver, xpath: str, wait: float = 1.5) -> bool:
+    from selenium.webdriver.common.by import By
+
+    found = driver.find_elements(By.XPATH, xpath)
+    if found:
+        driver.execute_script("arguments[0].click();", found[0])
+        time.sleep(wait)
+    return bool(found)
+
+
+def _open(driver, url: str, wait: float = 6.0) -> None:
+    driver.get(url)
+    time.sleep(wait)
+    # the assistant side panel would hide half of every page
+    _click(driver, "//*[contains(text(),'MLflow Assistant')]/ancestor::div[.//button[@aria-label="
+                   "'Close']][1]//button[@aria-label='Close']", wait=1.0)
+
+
+def save(driver, out: Path, name: str) -> Path:
+    from PIL import Image
+
+    raw = out / f".{name}.raw.png"
+    driver.save_screenshot(str(raw))
+    path = out / name
+    Image.open(raw).convert("RGB").quantize(colors=256).save(path, optimize=True)
+    raw.unlink()
+    print(f"{path} ({path.stat().st_size // 1024} KB)")
+    return path
+
+
+def shoot(url: str, work: Path, out: Path) -> None:
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{work / 'mlruns' / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    smoke = client.get_experiment_by_name("silas-smoke").experiment_id
+    probes = client.get_experiment_by_name("silas-probes").experiment_id
+    child = next(r for r in client.search_runs([smoke], order_by=["attributes.start_time DESC"])
+                 if r.data.tags.get("silas.variant") == "scorer=weights")
+    mlflow.set_tracking_uri(uri)
+    trace = mlflow.search_traces(locations=[probes], return_type="list", max_results=1,
+                                 filter_string="tags.`silas.task` = 'probe'")[0]
+    runs_view = "?workflowType=machine_learning"  # the link a sweep prints
+    driver = browser()
+    try:
+        _open(driver, f"{url}/#/experiments/{smoke}{runs_view}")
+        save(driver, out, "experiment_runs.png")
+        _click(driver, "//button[contains(@data-component-id,'runnamecellrenderer')]", wait=3)
+        save(driver, out, "runs_expanded.png")
+        _open(driver, f"{url}/#/experiments/{smoke}/runs/{child.info.run_id}{runs_view}")
+        save(driver, out, "child_run.png")
+        _open(driver, f"{url}/#/experiments/{probes}/traces?workflowType=genai"
+                      f"&selectedEvaluationId={trace.info.trace_id}", wait=8)
+        _click(driver, "//button[.//*[contains(text(),'Assess')] or contains(.,'Assess')]", wait=2)
+        save(driver, out, "probe_trace.png")
+    finally:
+        driver.quit()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "img")
+    parser.add_argument("--keep", type=Path, help="build the store here and keep it")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="silas-shots-"))
+    work.mkdir(parents=True, exist_ok=True)
+    if not (work / "mlruns" / "mlflow.db").exists():
+        fill_store(work)
+    server, url = serve(work)
+    try:
+        shoot(url, work, args.out)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

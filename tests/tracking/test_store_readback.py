@@ -1,0 +1,146 @@
+"""A sweep read back from the MLflow store, as the UI would show it: true job
+times, standard fields, dataset input, few params, the experiment kind, and
+one baseline per suite after promotions, with regress outcomes on the run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from silas_exp.tracking.payload import MAX_PARAMS
+
+from .conftest import run_silas
+
+
+def _cli(tmp: Path, *args: str) -> object:
+    return run_silas(tmp, *args, "--tracking-uri", f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}",
+                     module="silas_exp.cli")
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("readback")
+    proc = run_silas(tmp, "-m", "scorer=heuristic,weights", "suite=smoke", "repeats=2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("silas-smoke")
+    runs = client.search_runs([exp.experiment_id], max_results=100)
+    return tmp, client, exp, runs
+
+
+def _children(runs):
+    return [r for r in runs if r.data.tags.get("silas.kind") != "sweep"]
+
+
+def test_experiment_opens_on_runs(swept):
+    _, _, exp, _ = swept
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_child_runs_carry_the_jobs_own_times(swept):
+    tmp, _, _, runs = swept
+    jobs = {}
+    for folder in sorted((tmp / "multirun").glob("[0-9]*")):
+        job = json.loads((folder / "job.json").read_text())
+        result = json.loads((folder / "result.json").read_text())
+        ended = datetime.fromisoformat(result["run"]["completed_at"]).timestamp()
+        jobs[job["run_name"]] = (job["started_at"], ended)
+    children = _children(runs)
+    assert len(children) == 4 and set(jobs) == {c.info.run_name for c in children}
+    for c in children:
+        started, ended = jobs[c.info.run_name]
+        assert abs(c.info.start_time / 1000 - started) < 1.0
+        assert abs(c.info.end_time / 1000 - ended) < 1.0
+        assert c.info.end_time > c.info.start_time
+
+
+def test_standard_fields_dataset_and_few_params(swept):
+    _, _, _, runs = swept
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                          cwd=Path(__file__).parent).stdout.strip()
+    for c in _children(runs):
+        tags, params = c.data.tags, c.data.params
+        assert tags["mlflow.source.git.commit"] == head
+        assert tags["mlflow.user"] and tags["mlflow.source.name"] == "python -m silas_exp"
+        note = tags["mlflow.note.content"]
+        assert tags["silas.variant"] in note and "suite `smoke`" in note and "pass rate" in note
+        assert not any(k.startswith("version.") for k in tags) and "mlflow 3." in tags["silas.versions"]
+        assert 0 < len(params) <= MAX_PARAMS
+        assert not any(k.startswith(("llm.prices.", "tracking.", "paths.")) for k in params)
+        assert not any(v.startswith("/") for v in params.values())  # no machine paths
+        assert params["scorer.name"] == tags["silas.scorer"] and params["suite.name"] == "smoke"
+        [inp] = c.inputs.dataset_inputs
+        assert inp.dataset.name == "smoke" and len(inp.dataset.digest) == 12
+        assert json.loads(inp.dataset.source)["uri"] == "suites/smoke"  # relative to the project
+        assert json.loads(inp.dataset.profile) == {"version": "1.0.0", "cases": 4}
+        assert {t.key: t.value for t in inp.tags}["silas.suite_version"] == "1.0.0"
+    digests = {c.inputs.dataset_inputs[0].dataset.digest for c in _children(runs)}
+    assert len(digests) == 1  # same suite files, same digest
+
+
+# -- where the other half of the parent run goes (filled by the end-of-sweep analysis) --
+def test_parent_summary_file_reaches_the_parent_run(tmp_path):
+    from silas_exp.tracking.parent import ParentSummary, apply_parent_summary
+    from silas_exp.tracking.store import MlflowStore
+
+    store = MlflowStore(f"sqlite:///{tmp_path / 'mlflow.db'}", str(tmp_path / "artifacts"))
+    exp_id = store.ensure_experiment("parents")
+    run_id = store.start_run(exp_id, "sweep-x", {"silas.kind": "sweep"})
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "report.html").write_text("<h1>verdict</h1>")
+    ParentSummary(params={"swept": "scorer"}, metrics={"variant.weights.delta": 0.01},
+                  tags={"silas.verdict.weights": "ship"}, description="| variant | outcome |",
+                  artifacts=["report"]).write(tmp_path)
+    apply_parent_summary(store, run_id, tmp_path)
+    run = store.get_run(run_id)
+    assert run.data.params == {"swept": "scorer"}
+    assert run.data.metrics == {"variant.weights.delta": 0.01}
+    assert run.data.tags["silas.verdict.weights"] == "ship"
+    assert run.data.tags["mlflow.note.content"] == "| variant | outcome |"
+    assert [a.path for a in store.client.list_artifacts(run_id, "report")] == ["report/report.html"]
+
+
+def test_one_baseline_per_suite_history_kept_and_regress_recorded(swept):
+    tmp, client, exp, runs = swept
+    suites = tmp / "suites"
+    shutil.copytree(Path(__file__).parents[2] / "suites" / "smoke", suites / "smoke")
+    first, second = sorted((c for c in _children(runs)), key=lambda r: r.info.start_time)[:2]
+    for run in (first, second):
+        proc = _cli(tmp, "baseline", "promote", run.info.run_id, "--suite-dir", str(suites / "smoke"))
+        assert proc.returncode == 0, proc.stderr
+    found = client.search_runs([exp.experiment_id], "tags.`silas.baseline` = 'true'")
+    assert [r.info.run_id for r in found] == [second.info.run_id]
+    old = client.get_run(first.info.run_id).data.tags
+    assert old["silas.baseline"] == "false" and old["silas.baseline_superseded_by"] == second.info.run_id
+    assert old["silas.baseline_demoted_at"]
+    exp_tags = client.get_experiment(exp.experiment_id).tags
+    assert exp_tags["silas.baseline.smoke"] == second.info.run_id
+    history = json.loads(exp_tags["silas.baseline.smoke.history"])
+    assert [h["run_id"] for h in history] == [first.info.run_id, second.info.run_id]
+    lines = (suites / "smoke" / "baseline_history.jsonl").read_text().splitlines()
+    assert [json.loads(x)["run_id"] for x in lines] == [first.info.run_id, second.info.run_id]
+    shown = _cli(tmp, "baseline", "show", "--suite", "smoke")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["run_id"] == second.info.run_id
+
+    # a later run of the suite carries the baseline it ran against
+    later = run_silas(tmp, "suite=smoke", "scorer=random", "eviction.keepbacks=false")
+    assert later.returncode == 0, later.stderr[-2000:]
+    [new] = [r for r in client.search_runs([exp.experiment_id], "tags.`silas.scorer` = 'random'")]
+    assert new.data.tags["silas.baseline_run_id"] == second.info.run_id
+
+    # regress records its outcome on the run it checked, and still fails the command
+    reg = _cli(tmp, "regress", new.info.run_id)
+    assert reg.returncode == 1, reg.stdout + reg.stderr
+    tags = client.get_run(new.info.run_id).data.tags
+    assert tags["silas.regress"] == "regression" and tags["silas.regress_baseline"] == second.info.run_id
+    md = Path(client.download_artifacts(new.info.run_id, "regress.md", str(tmp / "dl"))).read_text()
+    assert "REGRESSION" in md
+    ok = _cli(tmp, "regress", second.info.run_id)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert client.get_run(second.info.run_id).data.tags["silas.regress"] == "pass"
