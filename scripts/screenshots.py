@@ -10,6 +10,8 @@ real-model probe run against the local Messages API server of the tests (real
 * ``runs_expanded.png``     the runs table with the sweep's parent run expanded
 * ``child_run.png``         a job run's overview: times, description, params, dataset
 * ``probe_trace.png``       a probe's trace (answer + judge spans) with the judge's feedback
+* ``parent_verdict.png``    a compression-probe sweep's parent run: verdicts in its description
+* ``ablation_report.png``   that parent's ``ablation.html`` (tables and plots) in the artifact view
 
 Needs Debian's ``chromium`` and ``chromium-driver`` and ``pip install selenium``;
 run from the repository root:
@@ -60,6 +62,9 @@ def fill_store(work: Path) -> None:
 
     _silas(work, "-m", "scorer=heuristic,weights", "suite=smoke", "repeats=2",
            f"hydra.sweep.dir={work / 'multirun'}")
+    _silas(work, "-m", "suite=probes", f"suite.path={REPO / 'probes' / 'default'}",
+           "eviction=keep_all,anchored,truncate", "repeats=3",
+           "analysis.control=\"eviction=keep_all\"", f"hydra.sweep.dir={work / 'probe_sweep'}")
     with FakeMessagesServer(responder=grading_responder, latency_s=0.25, jitter_s=0.1) as server:
         _silas(work, "suite=probes", f"suite.path={REPO / 'probes' / 'default'}",
                "suite.max_cases=1", "eviction=anchored",
@@ -146,8 +151,14 @@ def shoot(url: str, work: Path, out: Path) -> None:
     trace = mlflow.search_traces(locations=[probes], return_type="list", max_results=1,
                                  filter_string="tags.`silas.task` = 'probe'")[0]
     runs_view = "?workflowType=machine_learning"  # the link a sweep prints
+    parent = next(r for r in client.search_runs([probes]) if r.data.tags.get("silas.kind") == "sweep")
     driver = browser()
     try:
+        _open(driver, f"{url}/#/experiments/{probes}/runs/{parent.info.run_id}{runs_view}")
+        save(driver, out, "parent_verdict.png")
+        _open(driver, f"{url}/#/experiments/{probes}/runs/{parent.info.run_id}/artifacts/"
+                      f"ablation.html{runs_view}", wait=8)
+        save(driver, out, "ablation_report.png")
         _open(driver, f"{url}/#/experiments/{smoke}{runs_view}")
         save(driver, out, "experiment_runs.png")
         _click(driver, "//button[contains(@data-component-id,'runnamecellrenderer')]", wait=3)

@@ -1,18 +1,20 @@
-"""What a sweep's parent run should say about the result, as plain data: a
-description (the verdict table), per-variant aggregate metrics, verdict tags.
-The tracking layer logs it; nothing here imports mlflow."""
+"""What a sweep's parent run should say about the result, as plain data: what
+was swept, a description (the verdict table), per-variant aggregate metrics,
+verdict tags, the reports. Written to the sweep folder as the tracking
+layer's ``ParentSummary``; whichever process closes the parent run logs it."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+import shlex
 
 from silas_exp.analysis.ablation import AblationResult
 from silas_exp.analysis.report import OUTCOME_TEXT, verdict_rule
 from silas_exp.metrics.names import display_name
+from silas_exp.tracking.parent import ParentSummary
+
+ARTIFACTS = ("ablation.html",)  # ablation.md and the plots are logged with the sweep
 
 _UNSAFE = re.compile(r"[^\w.\- /]")
 
@@ -22,29 +24,30 @@ def safe_name(variant: str) -> str:
     return _UNSAFE.sub("_", variant.replace(",", ".").replace("=", "_"))
 
 
-PARENT_FILE = "parent_summary.json"  # in the sweep folder; the tracking layer logs it
+def sweep_params(command: str, swept: list[str], added_control: str | None) -> dict[str, str]:
+    """``swept.<key>`` = the values swept, ``fixed.<key>`` = the other overrides."""
+    params: dict[str, str] = {}
+    for token in shlex.split(command)[3:] if command else []:
+        key, sep, value = token.partition("=")
+        if not sep or token.startswith("-"):
+            continue
+        key = key.lstrip("+~")
+        params[f"{'swept' if key in swept else 'fixed'}.{key}"[:250]] = value[:500]
+    if added_control:
+        params["swept.control_added"] = added_control
+    return params
 
 
-@dataclass
-class ParentSummary:
-    description: str  # markdown for mlflow.note.content
-    metrics: dict[str, float] = field(default_factory=dict)
-    tags: dict[str, str] = field(default_factory=dict)
-
-    def write(self, folder: Path) -> Path:
-        path = folder / PARENT_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1))
-        tmp.replace(path)
-        return path
-
-
-def parent_summary(r: AblationResult) -> ParentSummary:
+def parent_summary(r: AblationResult, swept: list[str] | None = None,
+                   added_control: str | None = None) -> ParentSummary:
     lines = [f"**Ablation verdicts** against the control **{r.control}** ({r.control_reason}).", "",
              "| variant | verdict | gated metric deltas vs control [CI] |", "|---|---|---|"]
     metrics: dict[str, float] = {}
+    swept = swept or []
+    what = " ".join(t for t in shlex.split(r.command)[3:] if "," in t) if r.command else ""
     tags = {"silas.control": r.control, "silas.suite_kind": r.suite_kind,
-            "silas.gated": ",".join(r.gated)}
+            "silas.gated": ",".join(r.gated),
+            "mlflow.runName": f"sweep-{r.sweep_id}" + (f" {what}" if what else "")}
     for v, vv in sorted(r.verdicts.items()):
         tags[f"silas.verdict.{safe_name(v)}"] = vv.outcome.value
         deltas = []
@@ -65,4 +68,5 @@ def parent_summary(r: AblationResult) -> ParentSummary:
             metrics[f"variant.{safe_name(r.control)}.{metric}.mean"] = float(mean)
     lines += ["", verdict_rule(r), "", "Full report with plots: artifact `ablation.html` "
               "(`ablation.md` for text)."]
-    return ParentSummary("\n".join(lines), metrics, tags)
+    return ParentSummary(params=sweep_params(r.command, swept, added_control), metrics=metrics,
+                         tags=tags, description="\n".join(lines), artifacts=list(ARTIFACTS))

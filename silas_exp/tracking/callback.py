@@ -83,7 +83,7 @@ def _write_ablation(sweep_dir: Path, records, cfg: ExperimentConfig | None) -> N
         md = ablation_markdown(result, [f"ablation/{p.name}" for p in plots])
         (sweep_dir / "ablation.md").write_text(md)
         (sweep_dir / "ablation.html").write_text(ablation_html(result, plots))
-        parent_summary(result).write(sweep_dir)
+        parent_summary(result, data.swept_keys, data.added_control).write(sweep_dir)
         print(f"\nAblation vs {result.control} ({result.control_reason}):")
         for variant, vv in sorted(result.verdicts.items()):
             need = f" (≈ {vv.n_needed} cases to decide)" if vv.n_needed else ""

@@ -144,3 +144,19 @@ def test_one_baseline_per_suite_history_kept_and_regress_recorded(swept):
     ok = _cli(tmp, "regress", second.info.run_id)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert client.get_run(second.info.run_id).data.tags["silas.regress"] == "pass"
+
+
+def test_parent_run_tells_the_result(swept):
+    _, client, _, runs = swept
+    [parent] = [r for r in runs if r.data.tags.get("silas.kind") == "sweep"]
+    tags, metrics, params = parent.data.tags, parent.data.metrics, parent.data.params
+    assert tags["silas.verdict.scorer_weights"] in ("ship", "do_not_ship", "inconclusive")
+    assert tags["silas.control"] == "scorer=heuristic"
+    note = tags["mlflow.note.content"]
+    assert "| scorer=weights |" in note and "Verdict rule (non-inferiority)" in note
+    for suffix in ("mean", "delta", "ci_low", "ci_high"):
+        assert f"variant.scorer_weights.context.retrieval_relevance.{suffix}" in metrics
+    assert params["swept.scorer"] == "heuristic,weights" and params["fixed.suite"] == "smoke"
+    assert "scorer=heuristic,weights" in parent.info.run_name
+    names = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"ablation.html", "ablation.md"} <= names
