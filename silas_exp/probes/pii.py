@@ -11,7 +11,13 @@ and counted under its kind:
 * ``home_path``: the user in ``/home/<u>/``, ``/Users/<u>/`` and
   ``C:\\Users\\<u>\\`` becomes ``<USER>``, the rest of the path stays;
 * ``ip`` -> ``<IP>``: IPv4 addresses other than 127.0.0.1 and 0.0.0.0;
-* ``phone`` -> ``<PHONE>``: international numbers (``+<country> ...``, 8+ digits).
+* ``phone`` -> ``<PHONE>``: international numbers (``+<country> ...``, 8+ digits);
+* ``secret`` also: SQL password literals (``PASSWORD 'x'``, ``IDENTIFIED BY 'x'``).
+
+:class:`Scrubber` adds what one string cannot show: person names learned
+anywhere in a session (``Author:`` / ``Co-authored-by:`` / ``Signed-off-by:``
+lines, ``user.name=…``, ``git config user.name "…"``) and names passed by the
+user are replaced by ``<NAME>`` (kind ``name``) everywhere in it.
 
 Version numbers (``3.11.7``, ``v1.2.3.4``), relative paths (``src/app.py``)
 and hex commit hashes are left alone. Scrubbing is idempotent: placeholders
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -108,6 +114,8 @@ _RULES: tuple[_Rule, ...] = (
           _keep_prefix("<USER>")),
     _Rule("ip", re.compile(rf"(?<![\w.])(?:{_OCTET}\.){{3}}{_OCTET}(?!\w|\.\d)"), _ip),
     _Rule("phone", re.compile(r"(?<![\w+])\+\d{1,3}(?:[ \-]?\(?\d{1,4}\)?){2,5}(?!\d)"), _phone),
+    _Rule("secret", re.compile(r"(?i)(\b(?:password|identified\s+by)\s*\(?\s*')" + _NOT_PLACEHOLDER
+                               + r"[^'\n]+(')"), _keep_prefix_suffix(_SECRET)),
 )
 
 
@@ -152,3 +160,47 @@ def scrub_obj(obj: T) -> tuple[T, Counter[str]]:
         return x
 
     return cast(T, walk(obj)), counts
+
+
+_NAME_SOURCES = re.compile(
+    r"(?im)^\s*(?:author|commit|co-authored-by|signed-off-by|reviewed-by):\s+"
+    r"([A-Z][\w'\-]+(?:\s+[A-Z][\w'\-]+){1,3})\s+<"
+    r"|user\.name\s*=\s*([^\n]{3,60}?)\s*$"
+    r"|git config (?:--global )?user\.name\s+[\"']([^\"'\n]{3,60})[\"']")
+
+
+class Scrubber:
+    """Scrubs a whole session: the rules of :func:`scrub`, then every person
+    name learned from the session (``learn``) or given (``extra_names``)."""
+
+    def __init__(self, extra_names: Iterable[str] = ()) -> None:
+        self.counts: Counter[str] = Counter()
+        self.names: set[str] = {n.strip() for n in extra_names if len(n.strip()) >= 3}
+
+    def learn(self, texts: Iterable[str]) -> None:
+        for text in texts:
+            for m in _NAME_SOURCES.finditer(text):
+                name = next(g for g in m.groups() if g).strip()
+                if len(name) >= 3 and not name.startswith("<"):
+                    self.names.add(name)
+
+    def scrub(self, text: str) -> str:
+        text, counts = scrub(text)
+        self.counts.update(counts)
+        for name in sorted(self.names, key=len, reverse=True):
+            text, n = re.subn(rf"(?<![\w<]){re.escape(name)}(?!\w)", "<NAME>", text)
+            if n:
+                self.counts["name"] += n
+        return text
+
+    def scrub_obj(self, obj: T) -> T:
+        def walk(x: Any) -> Any:
+            if isinstance(x, str):
+                return self.scrub(x)
+            if isinstance(x, list):
+                return [walk(v) for v in x]
+            if isinstance(x, dict):
+                return {walk(k): walk(v) for k, v in x.items()}
+            return x
+
+        return cast(T, walk(obj))
