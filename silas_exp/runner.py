@@ -24,7 +24,7 @@ import numpy as np
 from silas_exp.config import ExperimentConfig, job_seed
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import Flush, ReplayStats
-from silas_exp.context.strategies import StrategyDeps, build_strategy
+from silas_exp.context.strategies import StrategyDeps, build_strategy, strategy_kinds
 from silas_exp.errors import BudgetExceeded, RunError, SilasExpError, SuiteError
 from silas_exp.feedback.calibration import (
     Calibration,
@@ -233,6 +233,12 @@ class _CaseRunner:
                           sort_keys=True, default=str)
 
     def run_case(self, case: BenchmarkCase, calibration: Calibration | None) -> BenchmarkResult:
+        name = self.cfg.eviction.name
+        if case.expected.mode != "llm_judge" and not strategy_kinds()[name].evicts_per_turn:
+            return BenchmarkResult(  # shown as skipped, never scored as a window that kept all
+                case_id=case.case_id, status="skipped", latency_ms=0.0, token_cost=0,
+                error=f"replay case skipped: eviction={name} acts at compression events only; "
+                      "replay cases measure per-turn eviction (eviction=two_tier)")
         before = self.llm.accounting.snapshot()
         t0 = time.perf_counter()
         judge_score, output, evicted = None, None, None

@@ -148,8 +148,10 @@ def pick_control(data: SweepData, settings: AnalysisSettings) -> tuple[str, str]
 
 
 def suite_kind(data: SweepData) -> SuiteKind:
-    probe = any("probe.overall" in row for j in data.jobs for row in j.cases.values())
-    return "probe" if probe else "replay"
+    rows = [row for j in data.jobs for row in j.cases.values()]
+    probe = any("probe.overall" in row for row in rows)
+    replay = any("context.retrieval_relevance" in row for row in rows)
+    return "mixed" if probe and replay else "probe" if probe else "replay"
 
 
 def _per_repeat(values: np.ndarray) -> tuple[float, float]:

@@ -49,15 +49,17 @@ class StrategyKind:
     factory: Callable[[Any, StrategyDeps], EvictionStrategy]
     uses_scorer: bool
     description: str
+    evicts_per_turn: bool = False  # acts every turn (replay cases); else only at compression events
 
 
 _REGISTRY: dict[str, StrategyKind] = {}
 
 
 def register_strategy(name: str, settings: type[StrategySettings], *, uses_scorer: bool = False,
-                      description: str = "") -> Callable:
+                      description: str = "", evicts_per_turn: bool = False) -> Callable:
     def deco(factory: Callable[[Any, StrategyDeps], EvictionStrategy]) -> Callable:
-        _REGISTRY[name] = StrategyKind(name, settings, factory, uses_scorer, description)
+        _REGISTRY[name] = StrategyKind(name, settings, factory, uses_scorer, description,
+                                       evicts_per_turn)
         return factory
 
     return deco

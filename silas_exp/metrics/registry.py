@@ -18,7 +18,7 @@ from typing import Literal
 from silas_exp.errors import ConfigError
 
 Direction = Literal["higher", "lower", "none"]
-SuiteKind = Literal["replay", "probe"]
+SuiteKind = Literal["replay", "probe", "mixed"]  # mixed: replay and probe cases in one suite
 MarginKind = Literal["absolute", "relative"]
 
 _KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?$")
@@ -101,14 +101,20 @@ def all_specs() -> list[MetricSpec]:
     return sorted(_SPECS.values(), key=lambda s: s.key)
 
 
+def _kinds(kind: SuiteKind) -> tuple[str, ...]:
+    return ("replay", "probe") if kind == "mixed" else (kind,)
+
+
 def gated_for(kind: SuiteKind) -> list[str]:
-    return [s.key for s in all_specs() if kind in s.gate]
+    """A mixed suite gates what either kind gates (each metric on the cases that have it)."""
+    return [s.key for s in all_specs() if set(_kinds(kind)) & set(s.gate)]
 
 
 def reported_for(kind: SuiteKind) -> list[str]:
     """Gated metrics first, then the other reported ones."""
     gated = gated_for(kind)
-    return gated + [s.key for s in all_specs() if kind in s.report and s.key not in gated]
+    return gated + [s.key for s in all_specs()
+                    if set(_kinds(kind)) & set(s.report) and s.key not in gated]
 
 
 def markdown() -> str:

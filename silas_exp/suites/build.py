@@ -73,18 +73,23 @@ def fitted_shares(session: Session) -> dict[str, float]:
     return {z: math.floor(v * scale * 1000) / 1000 for z, v in raw.items()}
 
 
-def peak_usage(session: Session, truth: SessionTruth) -> int:
-    """Peak window usage when only Tier-1 hygiene runs (no eviction pressure):
-    the window budget of a case is this peak divided by its fill level."""
-    budget = TokenBudget(total=10**9)
+def hygiene_usage(session: Session, truth: SessionTruth, budget: TokenBudget | None = None
+                  ) -> list[int]:
+    """Window usage per turn when only Tier-1 hygiene runs (no eviction pressure)."""
+    budget = budget or TokenBudget(total=10**9)
 
     def hygiene(window: Window, turn: int) -> None:
         mask_old_tool_results(window, turn, budget)
         drop_trivial_acks(window, turn, budget)
         deactivate_stale_subscriptions(window, turn, budget)
 
-    stats = replay(session, truth, hygiene, budget, ReplayStats())
-    return max(stats.window_tokens)
+    return replay(session, truth, hygiene, budget, ReplayStats()).window_tokens
+
+
+def peak_usage(session: Session, truth: SessionTruth) -> int:
+    """Peak window usage when only Tier-1 hygiene runs (no eviction pressure):
+    the window budget of a case is this peak divided by its fill level."""
+    return max(hygiene_usage(session, truth))
 
 
 def _fill_label(fill: float) -> str:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from silas_exp.context.budget import PROFILES, TokenBudget, ZoneShares
 from silas_exp.errors import SuiteError
+from silas_exp.probes.facts import Fact, norm
 from silas_exp.probes.schema import ProbePlan
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkSuite
 from silas_exp.schema.session import Session, SessionTruth
@@ -128,6 +129,8 @@ def load_suite(path: str | Path) -> LoadedSuite:
             raise SuiteError(f"{files[case.case_id]}: case {case.case_id!r}: " + "; ".join(problems)
                              + ". Fix the case's expected block.")
         loaded.parsed[case.case_id] = _parse_session(loaded, case)
+        if case.expected.mode == "llm_judge":
+            probe_plan(loaded, case)  # a plan that cannot be honoured stops the load
     return loaded
 
 
@@ -237,4 +240,25 @@ def probe_plan(loaded: LoadedSuite, case: BenchmarkCase) -> ProbePlan:
         raise SuiteError(f"{where}: field 'expected.value.probe_plan.compressions' has turn(s) {late} "
                          f"but the session has {turns} turns (0..{turns - 1}); move the compressions "
                          "or raise input.skill_args.turns.")
+    _check_facts_shown(where, plan, loaded.parsed[case.case_id][0] if case.case_id in loaded.parsed
+                       else _parse_session(loaded, case)[0])
     return plan
+
+
+def _check_facts_shown(where: str, plan: ProbePlan, session: Session) -> None:
+    """Every expected fact's value must be shown (text or planted facts) by an
+    item that entered before its probe's compression: a probe about something
+    the session never said measures nothing."""
+    shown: dict[int, str] = {}
+    for i, turn in enumerate(plan.compressions):
+        shown[i] = norm(" ".join(t for it in session.items if it.turn <= turn
+                                 for t in (it.text, *it.facts)))
+    for n, probe in enumerate(plan.probes):
+        for k, raw in enumerate(probe.expected):
+            value = Fact.parse(raw).value
+            if norm(value) not in shown[probe.cut]:
+                raise SuiteError(
+                    f"{where}: field 'expected.value.probe_plan.probes[{n}].expected[{k}]' is "
+                    f"{raw!r}, but no item up to the compression at turn "
+                    f"{plan.compressions[probe.cut]} shows {value!r}. Fix the fact's value, or "
+                    "ask it at a later compression.")
