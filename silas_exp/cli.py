@@ -17,6 +17,7 @@ from silas_exp.errors import SilasExpError
 
 DEFAULT_URI = "sqlite:///{root}/mlruns/mlflow.db"
 EPILOG = """examples:
+  silas-exp import ~/.claude/projects/my-repo/*.jsonl --opt-in   # real sessions -> a suite
   silas-exp fixtures --fail-under fixtures.zone_precision=0.95 --fail-under fixtures.guard_accuracy=1
   silas-exp upload multirun/2026-11-22/15-59-52          # tracking failed during a sweep
 """
@@ -77,14 +78,30 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from silas_exp.probes.importer import import_transcript, write_session
+    import getpass
+    from datetime import UTC, datetime
 
-    imported = import_transcript(Path(args.transcript), session_id=args.session_id,
-                                 profile=args.profile)
-    out = write_session(imported, Path(args.output))
-    scrubbed = ", ".join(f"{k}={v}" for k, v in sorted(imported.pii_counts.items())) or "nothing"
-    print(f"wrote {out}: {len(imported.session.items)} items over {imported.session.turns} turns; "
-          f"scrubbed {scrubbed}")
+    from silas_exp.transcripts.events import ReadOptions
+    from silas_exp.transcripts.suite import DEFAULT_OUT, ImportSettings, import_transcripts
+
+    out = Path(args.out) if args.out else DEFAULT_OUT / args.name
+    opt_in = (f"confirmed with --opt-in by {getpass.getuser()} at "
+              f"{datetime.now(UTC).isoformat(timespec='seconds')}") if args.opt_in else ""
+    settings = ImportSettings(name=args.name, profile=args.profile, fill=args.fill,
+                              probes=args.probes, read=ReadOptions(sidechains=args.sidechains),
+                              extra_names=tuple(args.scrub_name), opt_in=opt_in,
+                              calibration=args.calibration)
+    report = import_transcripts([Path(p) for p in args.paths], out, fmt=args.format,
+                                settings=settings)
+    for line in report.lines():
+        print(line)
+    cases = sum(len(s.cases) for s in report.sessions)
+    print(f"wrote {out}: {cases} case(s) from {len(report.sessions)} session(s); provenance in "
+          f"{out / 'import_report.json'}")
+    print(f"next: python -m silas_exp -m suite.path={out} suite.name={args.name} "
+          "scorer=heuristic,weights,prompt")
+    print(f"      python -m silas_exp -m suite.path={out} suite.name={args.name} "
+          "eviction=two_tier,truncate,anchored,regenerative,opaque")
     return 0
 
 
@@ -106,12 +123,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tracking-uri", help=f"default: the sweep's own (e.g. {DEFAULT_URI})")
     p.set_defaults(func=cmd_upload)
 
-    p = sub.add_parser("import-transcript",
-                       help="chat-message JSONL -> PII-scrubbed session file (organic probe sessions)")
-    p.add_argument("transcript")
-    p.add_argument("--output", required=True, help="session JSON to write")
-    p.add_argument("--session-id")
-    p.add_argument("--profile", default="coding", choices=["conversation", "coding", "research", "support"])
+    p = sub.add_parser(
+        "import", help="transcripts -> a runnable organic suite (ground truth, probes, PII scrubbed)",
+        description="Read real transcripts (Claude Code session JSONL, aider chat history, "
+                    "SWE-agent .traj, OpenAI-style chat JSONL, silas session JSON), scrub PII, derive "
+                    "ground truth from what later turns used, write probes at compression points, "
+                    "and write a §20.2 suite folder (docs/import.md).")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--out", help="suite folder to write (default: data/benchmarks/organic/<name>, "
+                                 "which git ignores)")
+    p.add_argument("--name", default="organic", help="suite name (default: organic)")
+    p.add_argument("--format", default="auto",
+                   choices=["auto", "claude-code", "aider", "swe-agent", "openai", "silas"])
+    p.add_argument("--probes", default="rules", choices=["rules", "none"],
+                   help="probe cases written from the transcript's facts (default: rules)")
+    p.add_argument("--profile", default="coding",
+                   choices=["conversation", "coding", "research", "support"])
+    p.add_argument("--fill", type=float, default=2.5,
+                   help="peak window usage / budget: how hard eviction is pushed (default 2.5)")
+    p.add_argument("--sidechains", default="drop", choices=["drop", "separate"],
+                   help="Claude Code subagent records: dropped, or sessions of their own")
+    p.add_argument("--scrub-name", action="append", default=[], metavar="NAME",
+                   help="a name to scrub wherever it appears (repeatable)")
+    p.add_argument("--calibration", type=int, metavar="N",
+                   help="sessions whose replay case calibrates weights/prompt/online scorers "
+                        "instead of being evaluated (default: a quarter, at least one of two)")
+    p.add_argument("--opt-in", action="store_true",
+                   help="confirm the sessions' owners opted in (§20.7); recorded in the suite")
     p.set_defaults(func=cmd_import)
 
     from silas_exp.analysis.commands import register  # analysis subcommands
