@@ -188,8 +188,12 @@ def build_drafts(raw: RawSession, sid: str | None = None) -> tuple[list[Draft], 
 
 
 def scrub_drafts(drafts: list[Draft], scrubber: Scrubber) -> None:
-    """Scrub every string of every draft in place (identities learned first)."""
-    scrubber.learn(s for d in drafts for s in (d.text, d.result or "", d.action))
+    """Scrub every string of every draft in place (identities learned first).
+
+    A call is learned together with its result, so output whose meaning is the
+    command that printed it (``hostname``, ``whoami``, ``git config
+    user.name``) is read as such."""
+    scrubber.learn(s for d in drafts for s in (d.text, f"{d.action}\n{d.result or ''}"))
     for d in drafts:
         d.text = scrubber.scrub(d.text)
         d.result = None if d.result is None else scrubber.scrub(d.result)
