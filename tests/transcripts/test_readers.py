@@ -54,13 +54,6 @@ def test_swe_agent_steps_are_turns_and_ids_are_kept():
     assert s.meta["exit_status"] == "submitted" and s.meta["model"] == "claude-sonnet-4-5-20250929"
 
 
-def test_openai_tool_calls_and_tool_messages():
-    (s,) = readers.read(OPENAI, "openai")
-    assert kinds(s) == ["system", "user", "call", "result", "assistant", "user", "call"]
-    assert s.events[2].args == '{"path": "src/httpkit/client.py"}'
-    assert s.events[3].call_id == "call_abc1"
-
-
 @pytest.mark.parametrize("fmt", ["claude-code", "openai", "aider", "swe-agent"])
 def test_empty_file_is_a_clear_error(tmp_path, fmt):
     p = tmp_path / "t.jsonl"
