@@ -19,12 +19,6 @@ def kinds(session) -> list[str]:
     return [e.kind for e in session.events]
 
 
-@pytest.mark.parametrize(("path", "fmt"), [(CC, "claude-code"), (AIDER, "aider"),
-                                          (SWE, "swe-agent"), (OPENAI, "openai")])
-def test_detect_each_format(path, fmt):
-    assert readers.detect(path) == fmt
-
-
 def test_aider_sessions_commands_edits_and_architect_repeats():
     one, two = readers.read(AIDER, "aider")
     assert (one.session_id, two.session_id) == ("httpkit-1", "httpkit-2")
