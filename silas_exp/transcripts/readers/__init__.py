@@ -20,26 +20,42 @@ DEFAULT_OPTIONS = ReadOptions()
 
 
 def _module(fmt: str):
-    return importlib.import_module(f"silas_exp.transcripts.readers.{_MODULES[fmt]}")
+    """The reader module of ``fmt``, or None while it is not there (only that module missing)."""
+    name = f"silas_exp.transcripts.readers.{_MODULES[fmt]}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None
+        raise
 
 
 def head_of(path: Path) -> str:
-    with path.open("rb") as fh:
-        return fh.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    try:
+        with path.open("rb") as fh:
+            return fh.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        raise SuiteError(f"{path}: file not found; pass the path of a transcript") from None
+    except IsADirectoryError:
+        raise SuiteError(f"{path}: is a folder; pass the path of a transcript file") from None
 
 
 def detect(path: Path) -> str:
     head = head_of(path)
     stripped = head.lstrip("\ufeff \n\r\t")
+    if not stripped:
+        raise SuiteError(f"{path}:1: the file is empty; pass a transcript with at least one message")
     if stripped.startswith("{") and '"session_id"' in head and '"items"' in head:
         try:
             obj = json.loads(path.read_text(encoding="utf-8-sig"))
-            if isinstance(obj, dict) and "items" in obj.get("session", obj):
+            session = obj.get("session", obj) if isinstance(obj, dict) else None
+            if isinstance(session, dict) and "items" in session:
                 return "silas"
         except (ValueError, UnicodeDecodeError):
             pass
     for fmt in ("claude-code", "swe-agent", "aider", "openai"):
-        if _module(fmt).looks_like(path, head):
+        module = _module(fmt)
+        if module is not None and module.looks_like(path, head):
             return fmt
     raise SuiteError(f"{path}: format not recognised; pass --format with one of "
                      f"{', '.join(FORMATS)}")
@@ -53,7 +69,11 @@ def read(path: Path, fmt: str = "auto", options: ReadOptions | None = None) -> l
         raise SuiteError(f"{path}: a silas session file is used as it is, not read as a transcript")
     if fmt not in _MODULES:
         raise SuiteError(f"{path}: --format {fmt!r} is not known; pass one of {', '.join(FORMATS)}")
-    return _module(fmt).read(path, options)
+    module = _module(fmt)
+    if module is None:
+        raise SuiteError(f"{path}: the {fmt} reader is not installed in this version; pass another "
+                         f"--format ({', '.join(FORMATS)})")
+    return module.read(path, options)
 
 
 def read_text(path: Path, what: str) -> str:

@@ -11,14 +11,18 @@ One JSON record per line. What the reader does with them (quirk counted):
   (caveats, injected context) are dropped (``meta_records_dropped``);
   ``[Request interrupted by user…]`` is no turn (``interrupts``);
 * slash commands (``<command-name>/x</command-name>``): ``/clear`` ends the
-  session and starts a new one ``<stem>-2`` … (``context_resets``);
-  ``/compact`` too (``compactions``), and the continuation summary that
-  follows is the new session's first user message; other commands are a user
-  message ``/x args`` (``slash_commands``) and their
-  ``<local-command-stdout>`` a ``slash_command`` call with its result;
-* ``system`` records with ``subtype: compact_boundary`` are a compaction (as
-  above); other ``system``, ``summary``, ``file-history-snapshot`` … records
-  are skipped (``<type>_records_skipped``);
+  session and starts a new one ``<stem>-2`` … (``context_resets``); other
+  commands are a user message ``/x args`` (``slash_commands``) and their
+  ``<local-command-stdout>`` (``<local-command-stderr>``: an error) a
+  ``slash_command`` call with its result; the output of ``/clear`` and
+  ``/compact`` is dropped (``slash_command_outputs_dropped``);
+* a compaction ends the session too (``compactions``, counted once however
+  it is written: a ``system`` record with ``subtype: compact_boundary``, the
+  ``/compact`` command, or both) and the continuation summary
+  (``isCompactSummary``) is the new session's first user message. Claude Code
+  writes a manual one as boundary, summary, caveat, ``/compact``, its output;
+* other ``system``, ``summary``, ``file-history-snapshot`` … records are
+  skipped (``<type>_records_skipped``);
 * sidechains (``isSidechain``: a subagent's records) are dropped
   (``sidechain_records_dropped``) or, with ``--sidechains separate``, become
   sessions ``<stem>-sidechain-<n>``, one per subagent chain;
@@ -31,6 +35,7 @@ Kept metadata: Claude Code ``version`` and the first ``model``; ``cwd`` and
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +45,17 @@ from silas_exp.transcripts.readers import DEFAULT_OPTIONS, jsonl_records, read_t
 WHAT = "Claude Code session JSONL"
 _COMMAND = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
 _ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
-_STDOUT = re.compile(r"<local-command-stdout>(.*?)</local-command-stdout>", re.DOTALL)
+_OUTPUT = re.compile(r"<local-command-(stdout|stderr)>(.*?)</local-command-\1>", re.DOTALL)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 INTERRUPT = "[Request interrupted by user"
+CAVEAT = "<local-command-caveat>"
+RESETS = ("/clear", "/compact")
 
 
 def looks_like(path: Path, head: str) -> bool:
     return '"sessionId"' in head and ('"parentUuid"' in head or '"isSidechain"' in head) \
-        or '"type":"summary"' in head and '"leafUuid"' in head
+        or '"type":"summary"' in head and '"leafUuid"' in head \
+        or '"type":"file-history-snapshot"' in head and '"messageId"' in head
 
 
 class _Sessions:
@@ -60,6 +69,8 @@ class _Sessions:
         self.blocks_seen: dict[str, set[str]] = {}  # message id -> block keys
         self.meta: dict[str, str] = {}
         self.where = ""
+        self.command: str | None = None  # the slash command whose output may follow
+        self.compacted = False  # a compaction began the current session, no turn since
 
     @property
     def current(self) -> RawSession:
@@ -71,6 +82,11 @@ class _Sessions:
         if any(e.kind in ("user", "assistant", "call") for e in cur.events):
             self.main.append(RawSession(f"{self.stem}-{len(self.main) + 1}", self.path.name,
                                         "claude-code"))
+
+    def compaction(self) -> None:
+        if not self.compacted:
+            self.reset("compactions")
+            self.compacted = True
 
     def target(self, rec: dict[str, Any]) -> RawSession | None:
         if not rec.get("isSidechain"):
@@ -102,7 +118,7 @@ class _Sessions:
         if isinstance(rec.get("version"), str):
             self.meta.setdefault("claude_code_version", rec["version"])
         if kind == "system" and rec.get("subtype") == "compact_boundary":
-            self.reset("compactions")
+            self.compaction()
             return
         if kind not in ("user", "assistant"):
             self.current.quirks[f"{kind or 'untyped'}_records_skipped"] += 1
@@ -120,6 +136,8 @@ class _Sessions:
             self.user(raw, rec, message)
 
     def assistant(self, raw: RawSession, message: dict[str, Any]) -> None:
+        if raw is self.current:
+            self.compacted = False
         if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
             self.meta.setdefault("model", message["model"])
         mid = str(message.get("id") or id(message))
@@ -152,6 +170,9 @@ class _Sessions:
         if isinstance(content, str):
             self.user_text(raw, rec, content)
             return
+        if not isinstance(content, list):
+            raw.quirks["records_without_message_skipped"] += 1
+            return
         texts = []
         for block in content or []:
             if not isinstance(block, dict):
@@ -167,29 +188,50 @@ class _Sessions:
             self.user_text(raw, rec, "\n".join(texts))
 
     def user_text(self, raw: RawSession, rec: dict[str, Any], text: str) -> None:
+        main = raw is self.current
         if text.lstrip().startswith(INTERRUPT):
             raw.quirks["interrupts"] += 1
+            return
+        if text.lstrip().startswith(CAVEAT):  # a caveat written without isMeta
+            raw.quirks["meta_records_dropped"] += 1
+            return
+        if rec.get("isCompactSummary") and main:
+            self.compaction()
+            self.emit(self.current, "user", text)
             return
         command = _COMMAND.search(text)
         if command:
             name = command.group(1) if command.group(1).startswith("/") else "/" + command.group(1)
-            if name == "/clear":
+            self.command = name
+            if name == "/clear" and main:
                 self.reset("context_resets")
+                self.compacted = False
                 return
-            if name == "/compact":
-                self.reset("compactions")
+            if name == "/compact" and main:
+                self.compaction()
                 return
-            args = (_ARGS.search(text).group(1).strip() if _ARGS.search(text) else "")
+            args = _ARGS.search(text)
             raw.quirks["slash_commands"] += 1
-            self.emit(raw, "user", f"{name} {args}".strip())
+            self.emit(raw, "user", f"{name} {args.group(1).strip() if args else ''}".strip())
+            self.compacted = self.compacted and not main  # a turn in the main chain
             return
-        stdout = _STDOUT.search(text)
-        if stdout:
-            cid = f"slash-{len(raw.events)}"
-            self.emit(raw, "call", call_id=cid, tool="slash_command", args={})
-            self.emit(raw, "result", stdout.group(1).strip(), call_id=cid)
+        outputs = _OUTPUT.findall(text)
+        if outputs:
+            self.command_output(raw, outputs)
             return
         self.emit(raw, "user", text)
+        self.compacted = self.compacted and not main
+
+    def command_output(self, raw: RawSession, outputs: list[tuple[str, str]]) -> None:
+        command, self.command = self.command, None
+        if command in RESETS:
+            raw.quirks["slash_command_outputs_dropped"] += 1
+            return
+        text = "\n".join(_ANSI.sub("", out).strip() for _, out in outputs if out.strip())
+        cid = f"slash-{len(raw.events)}"
+        self.emit(raw, "call", call_id=cid, tool="slash_command", args={"command": command or ""})
+        self.emit(raw, "result", text, call_id=cid,
+                  is_error=any(stream == "stderr" and out.strip() for stream, out in outputs))
 
 
 def _text(content: Any) -> str:
@@ -208,9 +250,21 @@ def read(path: Path, options: ReadOptions = DEFAULT_OPTIONS) -> list[RawSession]
     for lineno, rec in jsonl_records(path, text, WHAT):
         sessions.where = f"{path}:{lineno}"
         sessions.record(rec)
-    out = [s for s in sessions.main if s.events] + list(sessions.side.values())
-    if sessions.main and not sessions.main[0].events and out:
-        out[0].quirks.update(sessions.main[0].quirks)  # keep the counts of an empty first part
+    kept: list[RawSession] = []
+    carry: Counter[str] = Counter()
+    for s in sessions.main:  # an empty part (nothing before a /clear …) gives its counts on
+        if s.events:
+            s.quirks.update(carry)
+            carry = Counter()
+            kept.append(s)
+        elif kept:
+            kept[-1].quirks.update(s.quirks)
+        else:
+            carry.update(s.quirks)
+    out = kept + list(sessions.side.values())
+    if not out:
+        sessions.main[0].quirks = carry
+        out = sessions.main[:1]
     for s in out:
         s.meta.update(sessions.meta)
-    return out or sessions.main[:1]
+    return out

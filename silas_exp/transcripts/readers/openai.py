@@ -2,10 +2,16 @@
 "tool_calls"?, "tool_call_id"?}`` per line), also a single ``{"messages":
 [...]}`` object or a JSON array of messages, as evaluation and fine-tuning
 exports write them. Anthropic content blocks (``text``, ``tool_use``,
-``tool_result``) are accepted in ``content``; images and other blocks become
-``[type]``, thinking blocks are dropped (quirk ``thinking_blocks_dropped``).
-A user message holding only ``tool_result`` blocks carries results, not a
-new turn. One session per file (id: the file stem)."""
+``tool_result``) are accepted in ``content``; images become ``[image]``, other
+blocks ``[type]``; thinking blocks and ``reasoning_content`` are dropped
+(quirk ``thinking_blocks_dropped``). A user message holding only
+``tool_result`` blocks carries results, not a new turn. The legacy
+``function_call`` / ``role: function`` pair is a call and its result
+(``legacy_function_calls``).
+
+One session per file (id: the file stem); a fine-tuning JSONL with one
+``{"messages": [...]}`` conversation per line gives one session per line
+(``<stem>-1``, ``<stem>-2`` …)."""
 
 from __future__ import annotations
 
@@ -17,8 +23,11 @@ from silas_exp.errors import SuiteError
 from silas_exp.transcripts.events import Event, RawSession, ReadOptions
 from silas_exp.transcripts.readers import DEFAULT_OPTIONS, jsonl_records, read_text
 
-ROLES = ("system", "developer", "user", "assistant", "tool")
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 WHAT = "chat-message JSONL transcript"
+TEXT = ("text", "input_text", "output_text")
+IMAGE = ("image", "image_url", "input_image")
+THINKING = ("thinking", "redacted_thinking", "reasoning")
 
 
 def looks_like(path: Path, head: str) -> bool:
@@ -35,6 +44,7 @@ class _Messages:
     def __init__(self, path: Path, raw: RawSession) -> None:
         self.path, self.raw = path, raw
         self.where = ""
+        self.functions: list[str] = []  # ids given to legacy function calls not yet answered
 
     def fail(self, fld: str, problem: str, fix: str) -> SuiteError:
         return SuiteError(f"{self.where}: field '{fld}' {problem}; {fix}")
@@ -57,15 +67,16 @@ class _Messages:
         return content
 
     def text_of(self, blocks: list[dict[str, Any]]) -> str:
-        parts = []
-        for b in blocks:
-            if b["type"] in ("thinking", "redacted_thinking"):
-                self.raw.quirks["thinking_blocks_dropped"] += 1
-            elif b["type"] in ("text", "input_text", "output_text"):
-                parts.append(str(b.get("text", "")))
-            else:
-                parts.append(f"[{b['type']}]")
-        return "\n".join(parts)
+        return "\n".join(t for t in (self.block_text(b) for b in blocks) if t is not None)
+
+    def block_text(self, b: dict[str, Any]) -> str | None:
+        """The text a block stands for; None for a dropped thinking block."""
+        if b["type"] in THINKING:
+            self.raw.quirks["thinking_blocks_dropped"] += 1
+            return None
+        if b["type"] in TEXT:
+            return str(b.get("text", ""))
+        return "[image]" if b["type"] in IMAGE else f"[{b['type']}]"
 
     def need(self, obj: dict[str, Any], key: str, fld: str, fix: str) -> str:
         value = obj.get(key)
@@ -100,6 +111,10 @@ class _Messages:
                 self.emit("user", self.text_of(rest))
         elif role == "assistant":
             self.assistant(msg, blocks)
+        elif role == "function":
+            self.raw.quirks["legacy_function_calls"] += 1
+            cid = self.functions.pop(0) if self.functions else f"function-{len(self.raw.events)}"
+            self.emit("result", self.text_of(blocks), call_id=cid)
         else:
             if blocks and all(b["type"] == "tool_result" for b in blocks):
                 for i, b in enumerate(blocks):
@@ -111,6 +126,8 @@ class _Messages:
                       is_error=bool(msg.get("is_error")))
 
     def assistant(self, msg: dict[str, Any], blocks: list[dict[str, Any]]) -> None:
+        if msg.get("reasoning_content"):
+            self.raw.quirks["thinking_blocks_dropped"] += 1
         text = []
         for i, b in enumerate(blocks):
             if b["type"] == "tool_use":
@@ -120,15 +137,14 @@ class _Messages:
                 cid = self.need(b, "id", f"content[{i}].id", "a tool_use block needs an id")
                 name = self.need(b, "name", f"content[{i}].name", "a tool_use block needs a name")
                 self.emit("call", call_id=cid, tool=name, args=b.get("input", {}))
-            elif b["type"] in ("thinking", "redacted_thinking"):
-                self.raw.quirks["thinking_blocks_dropped"] += 1
-            elif b["type"] == "text":
-                if b.get("text"):
-                    text.append(str(b["text"]))
             else:
-                text.append(f"[{b['type']}]")
+                t = self.block_text(b)
+                if t:
+                    text.append(t)
         if text:
             self.emit("assistant", "\n".join(text))
+        if isinstance(msg.get("function_call"), dict):
+            self.legacy_call(msg["function_call"])
         calls = msg.get("tool_calls") or []
         if not isinstance(calls, list):
             raise self.fail("tool_calls", f"is {_describe(calls)}",
@@ -143,36 +159,65 @@ class _Messages:
                              "each tool call needs a name")
             self.emit("call", call_id=cid, tool=name, args=fn.get("arguments", ""))
 
+    def legacy_call(self, fn: dict[str, Any]) -> None:
+        name = self.need(fn, "name", "function_call.name", "a function call needs a name")
+        cid = f"function-{len(self.raw.events)}"
+        self.functions.append(cid)
+        self.emit("call", call_id=cid, tool=name, args=fn.get("arguments", ""))
 
-def read(path: Path, options: ReadOptions = DEFAULT_OPTIONS) -> list[RawSession]:
-    text = read_text(path, WHAT)
-    raw = RawSession(path.stem, path.name, "openai")
-    reader = _Messages(path, raw)
+
+def _whole(path: Path, text: str) -> list[Any] | None:
+    """The messages of a file that is one JSON document, or None for JSONL."""
     stripped = text.lstrip()
-    whole = None
-    if stripped.startswith("["):
-        whole = "array"
-    elif stripped.startswith("{") and "\n{" not in stripped.strip():
-        whole = "object"
-    if whole:
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SuiteError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); pass a chat JSONL "
-                             "file or one JSON object {\"messages\": [...]}") from None
-        msgs = obj if isinstance(obj, list) else obj.get("messages") if "role" not in obj else [obj]
-        if not isinstance(msgs, list):
-            raise SuiteError(f"{path}:1: field 'messages' is missing; pass a chat JSONL file or one "
-                             "JSON object {\"messages\": [...]}")
-        records = [(i, m) for i, m in enumerate(msgs, 1)]
-        label = "message"
-    else:
-        records = jsonl_records(path, text, WHAT)
-        label = "line"
-    for n, msg in records:
-        reader.where = f"{path}:{n}" if label == "line" else f"{path}: message {n}"
+    if not stripped.startswith(("[", "{")):
+        return None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            return None  # JSONL: one document per line
+        if stripped.startswith("{") and "\n" not in stripped.rstrip():
+            return None  # a one-line JSONL file: its error names the line
+        raise SuiteError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); "
+                         "pass a chat JSONL file or one JSON object {\"messages\": [...]}") from None
+    if isinstance(obj, list):
+        return obj
+    if "role" in obj:
+        return [obj]
+    if not isinstance(obj.get("messages"), list):
+        raise SuiteError(f"{path}:1: field 'messages' is missing; pass a chat JSONL file or one "
+                         "JSON object {\"messages\": [...]}")
+    return obj["messages"]
+
+
+def _session(path: Path, sid: str, records: list[tuple[str, Any]], label: str) -> RawSession:
+    raw = RawSession(sid, path.name, "openai")
+    reader = _Messages(path, raw)
+    for where, msg in records:
+        reader.where = where
         if not isinstance(msg, dict):
             raise reader.fail("role", f"cannot be read: the {label} is {type(msg).__name__}",
                               "write one {\"role\": ..., \"content\": ...} object per message")
         reader.message(msg)
-    return [raw]
+    return raw
+
+
+def read(path: Path, options: ReadOptions = DEFAULT_OPTIONS) -> list[RawSession]:
+    text = read_text(path, WHAT)
+    msgs = _whole(path, text)
+    if msgs is not None:
+        return [_session(path, path.stem, [(f"{path}: message {i}", m)
+                                           for i, m in enumerate(msgs, 1)], "message")]
+    lines = jsonl_records(path, text, WHAT)
+    if all("messages" in obj and "role" not in obj for _, obj in lines):  # one conversation a line
+        out = []
+        for n, (lineno, obj) in enumerate(lines, 1):
+            if not isinstance(obj["messages"], list):
+                raise SuiteError(f"{path}:{lineno}: field 'messages' is "
+                                 f"{type(obj['messages']).__name__}; expected a list of "
+                                 "{\"role\", \"content\"} messages")
+            sid = f"{path.stem}-{n}" if len(lines) > 1 else path.stem
+            out.append(_session(path, sid, [(f"{path}:{lineno}: message {i}", m)
+                                            for i, m in enumerate(obj["messages"], 1)], "message"))
+        return out
+    return [_session(path, path.stem, [(f"{path}:{n}", m) for n, m in lines], "line")]
