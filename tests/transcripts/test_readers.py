@@ -67,7 +67,7 @@ def test_aider_sessions_commands_edits_and_architect_repeats():
                                  "replace": "        delay = int(resp.headers.get('Retry-After', '1'))"})
     run_out = next(e for e in one.events if e.kind == "result" and e.call_id == "aider-2")
     assert "KeyError: 'retry_after'" in run_out.text
-    assert one.quirks["banner_lines_skipped"] == 6
+    assert one.quirks["banner_lines_skipped"] == 5
     assert [e.text for e in two.events if e.kind == "user"] == [
         "make the auth token lookup in src/httpkit/auth.py case-insensitive"]
     assert two.quirks["architect_repeats"] == 2 and two.quirks["mode_commands"] == 1
