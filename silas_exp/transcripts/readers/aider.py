@@ -114,6 +114,7 @@ class _Lexer:
     def __init__(self, lines: list[str], first_lineno: int, styled: bool, raw: RawSession) -> None:
         self.lines, self.first, self.styled, self.raw = lines, first_lineno, styled, raw
         self.blocks: list[_Block] = []
+        self.blank_before = False  # the line before this one was empty
 
     def _is_user(self, line: str) -> bool:
         if not (line == "####" or line.startswith(("#### ", "####\t"))):
@@ -130,7 +131,9 @@ class _Lexer:
         return True
 
     def _add(self, kind: str, body: str, lineno: int) -> None:
-        if self.blocks and self.blocks[-1].kind == kind:
+        last = self.blocks[-1] if self.blocks else None
+        # each input is written after a blank line; its own blank lines are "####   "
+        if last and last.kind == kind and not (kind == "user" and self.blank_before):
             self.blocks[-1].lines.append(body)
         else:
             self.blocks.append(_Block(kind, lineno, [body]))
@@ -151,6 +154,7 @@ class _Lexer:
         i = 0
         while i < len(self.lines):
             line, lineno = self.lines[i], self.first + i
+            self.blank_before = i > 0 and not self.lines[i - 1].strip()
             if fence is not None:
                 if self.styled and line.endswith("  ") and (self._is_user(line)
                                                             or line.startswith("> ")):
@@ -172,7 +176,8 @@ class _Lexer:
                                                 and line[1:].strip()) else i
                 for extra in self.lines[i + 1:end + 1]:
                     self.blocks[-1].lines.append(extra.rstrip())
-                self.raw.quirks["multiline_output_lines"] += end - i
+                if end > i:
+                    self.raw.quirks["multiline_output_lines"] += end - i
                 i = end
             elif not line.strip():
                 if self.blocks:
