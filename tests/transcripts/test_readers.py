@@ -77,7 +77,7 @@ def test_swe_agent_steps_are_turns_and_ids_are_kept():
     (s,) = readers.read(SWE, "swe-agent")
     assert kinds(s)[:2] == ["system", "user"] and kinds(s).count("turn") == 6
     calls = [e for e in s.events if e.kind == "call"]
-    assert [c.tool for c in calls] == ["open", "python", "edit", "edit", "python", "submit"]
+    assert [c.tool for c in calls] == ["open", "bash", "edit", "edit", "bash", "submit"]
     assert [c.call_id for c in calls][:3] == ["call_5qY0", "call_5qY1", "call_5qY0"]  # reused
     errors = [e.is_error for e in s.events if e.kind == "result"]
     assert errors == [False, False, True, False, False, False]
