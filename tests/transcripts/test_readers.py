@@ -30,7 +30,7 @@ def test_aider_sessions_commands_edits_and_architect_repeats():
                                  "replace": "        delay = int(resp.headers.get('Retry-After', '1'))"})
     run_out = next(e for e in one.events if e.kind == "result" and e.call_id == "aider-2")
     assert "KeyError: 'retry_after'" in run_out.text
-    assert one.quirks["banner_lines_skipped"] == 6
+    assert one.quirks["banner_lines_skipped"] == 5
     assert [e.text for e in two.events if e.kind == "user"] == [
         "make the auth token lookup in src/httpkit/auth.py case-insensitive"]
     assert two.quirks["architect_repeats"] == 2 and two.quirks["mode_commands"] == 1
@@ -40,7 +40,7 @@ def test_swe_agent_steps_are_turns_and_ids_are_kept():
     (s,) = readers.read(SWE, "swe-agent")
     assert kinds(s)[:2] == ["system", "user"] and kinds(s).count("turn") == 6
     calls = [e for e in s.events if e.kind == "call"]
-    assert [c.tool for c in calls] == ["open", "python", "edit", "edit", "python", "submit"]
+    assert [c.tool for c in calls] == ["open", "bash", "edit", "edit", "bash", "submit"]
     assert [c.call_id for c in calls][:3] == ["call_5qY0", "call_5qY1", "call_5qY0"]  # reused
     errors = [e.is_error for e in s.events if e.kind == "result"]
     assert errors == [False, False, True, False, False, False]
