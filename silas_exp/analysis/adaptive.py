@@ -22,14 +22,7 @@ from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import MetricCall, Oriented, Outcome
-from silas_exp.stats.sequential import (
-    decide_chances,
-    futile,
-    look_confidence,
-    look_rounds,
-    look_z,
-    projected_half_width,
-)
+from silas_exp.stats.sequential import chances_at_max, futile, look_confidence, look_rounds
 
 ADAPTIVE_FILE = "adaptive.json"
 
@@ -70,9 +63,8 @@ def _futile(r: AblationResult, data, variant: str, repeats_max: int) -> str | No
             return f"only {c.n_cases} cases; repeats cannot add cases"
         d = Oriented.of(c.delta, c.ci_low, c.ci_high, spec(c.metric).direction)
         _, m = data.matrix(variant, r.control, c.metric)
-        h_max = projected_half_width(m, (c.ci_high - c.ci_low) / 2, repeats_max)
-        chances.append(decide_chances(d.estimate, d.low, d.high, c.margin, h_max,
-                                      look_z(r.confidence, c.n_cases)))
+        chances.append(chances_at_max(m, d.estimate, d.low, d.high, c.margin, repeats_max,
+                                      r.confidence, c.n_cases))
         names.append(f"{c.metric} (≈ {c.n_needed or '?'} cases)")
     if futile(chances):
         return (f"under 10% chance that {repeats_max} repeats decide; more cases would: "

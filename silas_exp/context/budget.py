@@ -15,6 +15,7 @@ import math
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from silas_exp.schema.eviction import ContextZone
+from silas_exp.schema.session import SessionItem
 
 CHARS_PER_TOKEN = 3.5
 
@@ -22,6 +23,11 @@ CHARS_PER_TOKEN = 3.5
 def count_tokens(text: str) -> int:
     """Heuristic token count used by Silas: characters / 3.5, rounded up."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def item_tokens(item: SessionItem) -> int:
+    """A session item's tokens: as given, else counted from its text."""
+    return item.tokens if item.tokens is not None else count_tokens(item.text)
 
 
 class TokenBudget(BaseModel):

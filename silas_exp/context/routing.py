@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from silas_exp.context.budget import count_tokens
+from silas_exp.context.budget import item_tokens
 from silas_exp.schema.eviction import ContextZone
 from silas_exp.schema.session import SessionItem
 
@@ -18,8 +18,7 @@ def route_profile(items: Iterable[SessionItem]) -> str:
     tokens = {z: 0 for z in ContextZone}
     subscriptions = 0
     for it in items:
-        n = it.tokens if it.tokens is not None else count_tokens(it.text)
-        tokens[it.zone] += n
+        tokens[it.zone] += item_tokens(it)
         subscriptions += it.kind == "subscription"
     total = sum(v for z, v in tokens.items() if z is not ContextZone.SYSTEM) or 1
     if tokens[ContextZone.WORKSPACE] / total >= 0.30 and subscriptions == 0:

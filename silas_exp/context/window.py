@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from silas_exp.context.budget import count_tokens
+from silas_exp.context.budget import count_tokens, item_tokens
 from silas_exp.schema.eviction import ContextZone
 from silas_exp.schema.session import SessionItem
 
@@ -38,7 +38,7 @@ class LiveItem:
 
     @classmethod
     def from_session(cls, item: SessionItem, max_subscription_tokens: int) -> LiveItem:
-        tokens = item.tokens if item.tokens is not None else count_tokens(item.text)
+        tokens = item_tokens(item)
         if item.kind == "subscription":
             tokens = min(tokens, max_subscription_tokens)
         return cls(

@@ -93,6 +93,15 @@ def decide_chances(estimate: float, low: float, high: float, margin: float,
             float(norm.cdf((-margin - half_width_max - estimate) / tau)))
 
 
+def chances_at_max(diffs_by_case, estimate: float, low: float, high: float, margin: float,
+                   repeats_max: int, confidence: float, n_cases: int) -> tuple[float, float]:
+    """``decide_chances`` for an oriented difference now, with the half-width
+    ``repeats_max`` repeats of the same cases would give at a look of this
+    confidence: the one rule the adaptive sweeper and its simulation share."""
+    h_max = projected_half_width(diffs_by_case, (high - low) / 2, repeats_max)
+    return decide_chances(estimate, low, high, margin, h_max, look_z(confidence, n_cases))
+
+
 def futile(chances: list[tuple[float, float]], floor: float = 0.10) -> bool:
     """A variant is futile when, over its undecided gated metrics, shipping
     needs every one to end within its margin and that is unlikely for one of

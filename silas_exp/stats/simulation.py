@@ -49,14 +49,7 @@ def simulate_adaptive(s: Scenario, repeats_min: int = 2, repeats_max: int = 10,
     from ``repeats_min`` on at the Bonferroni per-look confidence, stop when the
     call is settled or more repeats cannot decide. Returns the final-call rates
     and the mean repeats used (``s.n_repeats`` is ignored)."""
-    from silas_exp.stats.sequential import (
-        decide_chances,
-        futile,
-        look_confidence,
-        look_rounds,
-        look_z,
-        projected_half_width,
-    )
+    from silas_exp.stats.sequential import chances_at_max, futile, look_confidence, look_rounds
 
     rounds = look_rounds(repeats_min, repeats_max)
     per_look = look_confidence(confidence, len(rounds))
@@ -73,9 +66,8 @@ def simulate_adaptive(s: Scenario, repeats_min: int = 2, repeats_max: int = 10,
             call = metric_call(Oriented.of(ci.estimate, ci.low, ci.high, "higher"), s.margin)
             if call is not MetricCall.UNDECIDED or r == repeats_max:
                 break
-            h_max = projected_half_width(m, (ci.high - ci.low) / 2, repeats_max)
-            z = look_z(per_look, s.n_cases)
-            if futile([decide_chances(ci.estimate, ci.low, ci.high, s.margin, h_max, z)]):
+            if futile([chances_at_max(m, ci.estimate, ci.low, ci.high, s.margin, repeats_max,
+                                      per_look, s.n_cases)]):
                 break  # futile: more repeats of these cases cannot decide
         counts[call] += 1
         used += r

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from silas_exp.context.budget import TokenBudget
+from silas_exp.context.budget import TokenBudget, item_tokens
 from silas_exp.context.policy import (
     deactivate_stale_subscriptions,
     drop_trivial_acks,
@@ -34,6 +34,7 @@ from silas_exp.suites.loader import CALIBRATION_TAG
 # fill = peak Tier-1 window usage / window budget
 FILL_LABELS = ((0.75, "light"), (1.4, "medium"), (2.2, "heavy"), (99.0, "over-budget"))
 PASS_THRESHOLDS = {"context.retrieval_relevance": 0.6}
+MIN_BUDGET = 2_000
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def fitted_shares(session: Session) -> dict[str, float]:
     load = {"chronicle": 0, "memory": 0, "workspace": 0}
     for it in session.items:
         if it.zone.value in load:
-            load[it.zone.value] += it.tokens or 0
+            load[it.zone.value] += item_tokens(it)
     total = sum(load.values()) or 1
     raw = {z: max(0.05, 0.8 * v / total) for z, v in load.items()}
     scale = 0.8 / sum(raw.values())
@@ -92,6 +93,12 @@ def peak_usage(session: Session, truth: SessionTruth) -> int:
     return max(hygiene_usage(session, truth))
 
 
+def budget_for(peak: int, fill: float) -> int:
+    """The window budget that puts a session ``fill`` times over it at its
+    peak (never below ``MIN_BUDGET``)."""
+    return max(int(peak / fill), MIN_BUDGET)
+
+
 def _fill_label(fill: float) -> str:
     return next(label for bound, label in FILL_LABELS if fill <= bound)
 
@@ -101,7 +108,7 @@ def build_case(recipe: SuiteRecipe, index: int, mix: CaseMix) -> BenchmarkCase:
     label = _fill_label(mix.fill)
     case_id = f"{'cal' if mix.split == 'calibration' else 'case'}-{index:03d}-{mix.flavour}-{label}"
     session, truth = generate_session(seed, spec_for(mix.flavour, mix.turns), case_id)
-    budget = max(int(peak_usage(session, truth) / mix.fill), 2_000)
+    budget = budget_for(peak_usage(session, truth), mix.fill)
     overrides: dict = {"profile": session.profile, "budget": {"total": budget}}
     if recipe.scorer_target:
         overrides["shares"] = fitted_shares(session)

@@ -31,6 +31,7 @@ class LoadedSuite:
     human_labels: dict[str, str] = field(default_factory=dict)
     # case_id -> parsed (session, truth, flush turn), filled once at load
     parsed: dict[str, tuple[Session, SessionTruth, int | None]] = field(default_factory=dict)
+    plans: dict[str, ProbePlan] = field(default_factory=dict)  # case_id -> checked probe plan
 
     @property
     def eval_cases(self) -> list[BenchmarkCase]:
@@ -201,13 +202,17 @@ def _parse_session(loaded: LoadedSuite, case: BenchmarkCase
     return session, truth, flush_turn
 
 
+def _parsed(loaded: LoadedSuite, case: BenchmarkCase) -> tuple[Session, SessionTruth, int | None]:
+    if case.case_id not in loaded.parsed:
+        loaded.parsed[case.case_id] = _parse_session(loaded, case)
+    return loaded.parsed[case.case_id]
+
+
 def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBudget) -> SessionCase:
     """A loaded case as a replayable session with its truth, budget and shares."""
     where = f"{loaded.files[case.case_id]}: case {case.case_id!r}"
     overrides = case.input.config_overrides or {}
-    if case.case_id not in loaded.parsed:
-        loaded.parsed[case.case_id] = _parse_session(loaded, case)
-    session, truth, flush_turn = loaded.parsed[case.case_id]
+    session, truth, flush_turn = _parsed(loaded, case)
     try:
         budget = base_budget.model_copy(update=overrides.get("budget", {}))
         budget = TokenBudget.model_validate(budget.model_dump())
@@ -220,7 +225,9 @@ def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBud
 
 
 def probe_plan(loaded: LoadedSuite, case: BenchmarkCase) -> ProbePlan:
-    """The compression events and probes of an ``llm_judge`` case."""
+    """The compression events and probes of an ``llm_judge`` case (checked once, then cached)."""
+    if case.case_id in loaded.plans:
+        return loaded.plans[case.case_id]
     where = f"{loaded.files[case.case_id]}: case {case.case_id!r}"
     value = case.expected.value if isinstance(case.expected.value, dict) else {}
     if "probe_plan" not in value:
@@ -240,8 +247,8 @@ def probe_plan(loaded: LoadedSuite, case: BenchmarkCase) -> ProbePlan:
         raise SuiteError(f"{where}: field 'expected.value.probe_plan.compressions' has turn(s) {late} "
                          f"but the session has {turns} turns (0..{turns - 1}); move the compressions "
                          "or raise input.skill_args.turns.")
-    _check_facts_shown(where, plan, loaded.parsed[case.case_id][0] if case.case_id in loaded.parsed
-                       else _parse_session(loaded, case)[0])
+    _check_facts_shown(where, plan, _parsed(loaded, case)[0])
+    loaded.plans[case.case_id] = plan
     return plan
 
 

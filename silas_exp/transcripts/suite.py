@@ -25,13 +25,14 @@ import json
 import math
 import os
 import re
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from silas_exp.context.budget import TokenBudget, count_tokens
+from silas_exp.context.budget import TokenBudget, item_tokens
 from silas_exp.errors import SuiteError
 from silas_exp.schema.benchmark import (
     BenchmarkCase,
@@ -40,7 +41,7 @@ from silas_exp.schema.benchmark import (
     BenchmarkSuite,
 )
 from silas_exp.schema.session import Session, SessionTruth
-from silas_exp.suites.build import PASS_THRESHOLDS, fitted_shares, hygiene_usage
+from silas_exp.suites.build import PASS_THRESHOLDS, budget_for, fitted_shares, hygiene_usage
 from silas_exp.suites.loader import CALIBRATION_TAG
 from silas_exp.transcripts.build import (
     Draft,
@@ -57,7 +58,6 @@ from silas_exp.transcripts.probes import compression_points, probe_plan
 from silas_exp.transcripts.truth import derive_truth
 
 DEFAULT_OUT = Path("data/benchmarks/organic")
-MIN_BUDGET = 2_000
 PROBE_PASS = {"probe.overall": 2.5}
 ProbeMode = Literal["rules", "none"]
 
@@ -148,10 +148,12 @@ def _read(path: Path, fmt: str, options: ReadOptions) -> tuple[str, list[RawSess
 
 def _cases(session: Session, truth: SessionTruth, drafts: list[Draft], s: ImportSettings,
            rep: SessionReport, source: str) -> list[BenchmarkCase]:
-    tokens = sum(it.tokens or count_tokens(it.text) for it in session.items)
-    peak = max(hygiene_usage(session, truth, TokenBudget(
-        total=10**9, observation_mask_after_turns=s.mask_after)))
-    budget_total = max(int(peak / s.fill), MIN_BUDGET)
+    tokens = sum(item_tokens(it) for it in session.items)
+    # hygiene does not depend on the total: one replay gives the peak and the compression points
+    usage = hygiene_usage(session, truth, TokenBudget(total=10**9,
+                                                      observation_mask_after_turns=s.mask_after))
+    peak = max(usage)
+    budget_total = budget_for(peak, s.fill)
     budget = TokenBudget(total=budget_total, observation_mask_after_turns=s.mask_after)
     overrides: dict[str, Any] = {
         "profile": session.profile,
@@ -160,8 +162,9 @@ def _cases(session: Session, truth: SessionTruth, drafts: list[Draft], s: Import
     rep.tokens, rep.peak_tokens, rep.budget = tokens, peak, budget_total
     rep.over_budget = peak > budget.eviction_threshold_pct * budget_total
     if not rep.over_budget:
-        rep.notes.append(f"the session peaks at {peak:,} tokens, under the smallest budget "
-                         f"({MIN_BUDGET:,}): no eviction happens, so every scorer ties on it")
+        rep.notes.append(f"the session peaks at {peak:,} tokens, under the eviction threshold of "
+                         f"its budget ({budget_total:,}): no eviction happens, so every scorer "
+                         "ties on it")
     context = [it.model_dump(exclude_defaults=True, mode="json") for it in session.items]
     args = {"turns": session.turns, "scope_id": session.scope_id,
             "import": {"source": source, "fill": s.fill}}
@@ -183,8 +186,7 @@ def _cases(session: Session, truth: SessionTruth, drafts: list[Draft], s: Import
         rep.notes.append("no later turn used an earlier item: no ground truth, no replay case")
     if s.probes == "rules":
         plan = probe_plan(drafts, compression_points(
-            hygiene_usage(session, truth, budget), budget.eviction_threshold_pct * budget_total,
-            session.turns), session.session_id)
+            usage, budget.eviction_threshold_pct * budget_total, session.turns), session.session_id)
         if plan is None:
             rep.notes.append("no fact to ask about before any compression point: no probe case")
         else:
@@ -207,20 +209,16 @@ def _cases(session: Session, truth: SessionTruth, drafts: list[Draft], s: Import
 def _session(raw: RawSession | Session, s: ImportSettings, fmt: str, source: str,
              taken: set[str]) -> tuple[Session, SessionTruth, list[Draft], SessionReport]:
     scrubber = Scrubber(extra_names=s.extra_names)
-    if isinstance(raw, Session):
-        drafts, turns = drafts_of_session(raw), raw.turns
-        sid0, quirks = raw.session_id, Counter[str]()
-    else:
-        drafts, turns = [], 0
-        sid0, quirks = raw.session_id, raw.quirks
-    sid = _safe_id(scrubber.scrub(sid0))
+    sid = _safe_id(scrubber.scrub(raw.session_id))
     while sid in taken:
         sid = f"{sid}-x"
     taken.add(sid)
-    if not isinstance(raw, Session):
-        drafts, turns = build_drafts(raw, sid)  # item ids follow the scrubbed session id
-    scrub_drafts(drafts, scrubber)
-    if not isinstance(raw, Session):
+    if isinstance(raw, Session):  # items as they are (their own ids)
+        drafts, turns, quirks = drafts_of_session(raw), raw.turns, Counter[str]()
+        scrub_drafts(drafts, scrubber)
+    else:  # item ids follow the scrubbed session id
+        (drafts, turns), quirks = build_drafts(raw, sid), raw.quirks
+        scrub_drafts(drafts, scrubber)
         finish_drafts(drafts, quirks)
     rep = SessionReport(sid, source, fmt, turns=turns, items=len(drafts))
     rep.facts = extract_facts(drafts)
@@ -311,8 +309,6 @@ def _write(out: Path, suite_id: str, s: ImportSettings, cases: list[BenchmarkCas
                                "description": f"{len(report.sessions)} imported session(s)"})
     tmp = out.with_name(out.name + ".tmp")
     if tmp.exists():
-        import shutil
-
         shutil.rmtree(tmp)
     (tmp / "cases").mkdir(parents=True)
     (tmp / "suite.json").write_text(json.dumps(suite.model_dump(mode="json"), indent=1) + "\n")
@@ -324,8 +320,6 @@ def _write(out: Path, suite_id: str, s: ImportSettings, cases: list[BenchmarkCas
             "sessions": [vars(r) for r in report.sessions]}
     (tmp / "import_report.json").write_text(json.dumps(body, indent=1) + "\n")
     if out.exists():
-        import shutil
-
         old = out.with_name(out.name + ".old")
         if old.exists():
             shutil.rmtree(old)

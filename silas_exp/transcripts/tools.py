@@ -90,7 +90,6 @@ def classify(tool: str | None, args: dict[str, Any]) -> CallInfo:
             if isinstance(args.get(key), str):
                 paths = paths_in(args[key])
                 break
-    if action == "other" and name in ("glob", "grep", "search", "find_file", "search_dir",
-                                      "search_file", "ls", "list_files"):
-        action = "read" if paths and name in ("search_file",) else "other"
+    if name == "search_file" and paths:  # SWE-agent: search_file TERM FILE reads that file
+        action = "read"
     return CallInfo(action, tuple(dict.fromkeys(paths)), command)

@@ -35,7 +35,6 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from silas_exp.schema.session import Reference
@@ -72,20 +71,6 @@ def _tokens(text: str) -> set[str]:
     return {t for t in _TOKEN.findall(text) if len(t) >= MIN_TOKEN and "<" not in t}
 
 
-def _shown(d: Draft) -> str:
-    """What the item showed the agent (its whole text)."""
-    return d.text
-
-
-def _use(d: Draft) -> str:
-    """What the item did with earlier content: a call's arguments, a message's text."""
-    if d.kind == "tool_result":
-        return d.action
-    if d.kind in ("user_message", "agent_response"):
-        return d.text
-    return ""
-
-
 class _Index:
     """Where each key occurs: item positions in order, with their turns."""
 
@@ -111,15 +96,12 @@ def derive_truth(drafts: list[Draft]) -> DerivedTruth:
     """References (turn, ctx_id, grade 1–3) from the uses later turns make."""
     files, tokens, commands = _Index(), _Index(), _Index()
     words = _Index()
-    shown_tokens: list[set[str]] = []
-    for i, d in enumerate(drafts):
-        toks = _tokens(_shown(d))
-        shown_tokens.append(toks)
+    for i, d in enumerate(drafts):  # what each item showed the agent: its whole text
         if d.kind == "system_prompt":
             continue
-        for p in paths_in(_shown(d)):
+        for p in paths_in(d.text):
             files.add(path_key(p), i, d.turn)
-        for t in toks:
+        for t in _tokens(d.text):
             tokens.add(t, i, d.turn)
         if d.kind in ("user_message", "agent_response"):
             for w in set(_WORD.findall(d.text.lower())) - _STOP:
@@ -158,7 +140,7 @@ def derive_truth(drafts: list[Draft]) -> DerivedTruth:
             if info.command:
                 ref(t, commands.latest_before(info.command, t), "rerun")
                 commands.add(info.command, j, t)
-            for tok in _tokens(_use(d)) - common:
+            for tok in _tokens(d.action) - common:  # what the call did with earlier content
                 ref(t, tokens.latest_before(tok, t), "acted_on")
         elif d.kind in ("user_message", "agent_response"):
             for tok in _tokens(d.text) - common:
@@ -171,8 +153,3 @@ def derive_truth(drafts: list[Draft]) -> DerivedTruth:
                     ref(t, max(cands), "referred")
     refs = [Reference(turn=turn, ctx_id=cid, grade=g) for (turn, cid), g in sorted(best.items())]
     return DerivedTruth(refs, rules)
-
-
-def needed_counts(refs: Iterable[Reference]) -> Counter[int]:
-    """References per grade (for the import report)."""
-    return Counter(r.grade for r in refs)
