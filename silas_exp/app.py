@@ -129,6 +129,10 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     print(f"{label}: {len(outcome.run.results)} cases, pass {summary.pass_rate:.0%}, "
           f"{cfg.metrics.optimize}={value:.3f} ({time.perf_counter() - t0:.1f}s){progress} "
           f"-> {out_dir}", flush=True)
+    if outcome.metrics.get("probe.empty_summaries", 0) > 0:
+        print(f"{label}: warning: some compressions produced an empty summary (probe.empty_summaries "
+              f"{outcome.metrics['probe.empty_summaries']:.2f} per case), so they compressed like "
+              "truncate: the dropped items show no fact a summary would keep", flush=True)
     if not multirun:
         print(f"results: {out_dir / 'result.json'}")
         if store is not None:

@@ -17,7 +17,11 @@ the older history is shaped by the strategy:
 
 Summaries are model calls (task ``summary``) through the LLM layer. With the
 simulated backend they are extractive, and their retention is documented in
-docs/probes.md and implemented by ``simulated_summary`` below.
+docs/probes.md and implemented by ``simulated_summary`` below: the facts of the
+dropped items, and for an item that carries none, the facts its text shows
+(:mod:`silas_exp.probes.extract`). A summary that comes out empty leaves the
+window as truncate would; the probe pipeline counts those events
+(``probe.empty_summaries``) and the job prints a warning.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from silas_exp.context.strategies import StrategyDeps, StrategySettings, registe
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.llm.base import LLMRequest, Message
 from silas_exp.llm.simulated import register_responder
+from silas_exp.probes.extract import text_facts
 from silas_exp.schema.eviction import ContextZone
 
 SECTION_TITLES = {
@@ -111,7 +116,9 @@ class Summarise(KeepAll):
         prior = previous.text if previous is not None else ""
         user = (f"Current summary:\n{prior or '(none)'}\n\nMessages:\n{history}" if style == "anchored"
                 else f"{prior}\n\n{history}".strip())
-        sim = {"style": style, "previous": prior, "facts": [f for it in older for f in it.facts],
+        # an item nobody annotated still shows facts a summary would keep
+        facts = [f for it in older for f in (it.facts or text_facts(it.kind, it.text))]
+        sim = {"style": style, "previous": prior, "facts": facts,
                "max_tokens": self.settings.summary_max_tokens}
         request = LLMRequest(task="summary", model=self.deps.model_id, system=SUMMARY_PROMPTS[style],
                              cache_system=True, messages=(Message("user", user),),

@@ -104,6 +104,8 @@ _m("probe.tokens_before", "none", "tokens", "window tokens before a compression"
 _m("probe.tokens_after", "none", "tokens",
    "window tokens after a compression (read it with the probe scores, not alone)")
 _m("probe.errors", "lower", "count", "probes that could not be answered")
+_m("probe.empty_summaries", "lower", "count",
+   "compression events whose summary came out empty (the strategy compressed like truncate)")
 _m("probe.graded", "none", "count", "probes graded by the judge", per_case=False)
 _m("probe.judge_errors", "lower", "count", "probes the judge could not grade", per_case=False)
 _m("judge.variance", "lower", "score^2", "variance of the judge's scores over its repeats")

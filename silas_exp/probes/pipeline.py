@@ -53,6 +53,7 @@ def run_probe_case(session: Session, plan: ProbePlan, strategy: Any, llm: Any, j
     window, full_tokens = Window(), 0
     out = ProbeCaseResult()
     ratios, before, after = [], [], []
+    empty_summaries = 0
     for turn in range(plan.compressions[-1] + 1):
         for item in by_turn.get(turn, ()):
             live = LiveItem.from_session(item, max_subscription_tokens)
@@ -64,6 +65,8 @@ def run_probe_case(session: Session, plan: ProbePlan, strategy: Any, llm: Any, j
         event = cuts[turn]
         strategy.compress(window, turn)
         used = window.usage()
+        # a summary strategy whose summary kept nothing compressed exactly like truncate
+        empty_summaries += any(it.kind == "summary" and not it.text.strip() for it in window)
         before.append(full_tokens)
         after.append(used)
         ratios.append(full_tokens / max(used, 1))
@@ -91,6 +94,7 @@ def run_probe_case(session: Session, plan: ProbePlan, strategy: Any, llm: Any, j
     out.metrics.update({
         "probe.compression_ratio": fmean(ratios), "probe.tokens_before": fmean(before),
         "probe.tokens_after": fmean(after), "probe.errors": float(out.errors),
+        "probe.empty_summaries": float(empty_summaries),
     })
     return out
 

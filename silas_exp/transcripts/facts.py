@@ -19,36 +19,10 @@ A value never holds ``|`` (the fact separator) or a line break.
 
 from __future__ import annotations
 
-import re
-
+from silas_exp.probes.extract import MAX_COMMAND, MAX_DECISION, clean, decisions, error_line
 from silas_exp.probes.facts import norm
 from silas_exp.transcripts.build import Draft
 from silas_exp.transcripts.tools import classify, path_key
-
-MAX_COMMAND = 120
-MAX_ERROR = 160
-MAX_DECISION = 200
-_ERROR_LINE = re.compile(
-    r"^\s*(?:E\s+)?((?:[A-Za-z_][\w.]*(?:Error|Exception)\b:?.*)|(?:error(?:\[\w+\])?:.*)|"
-    r"(?:FAILED .*)|(?:fatal: .*)|(?:Traceback .*))$", re.IGNORECASE | re.MULTILINE)
-_DECISION = re.compile(
-    r"\b(?:I'll use|I will use|let's use|let's go with|we'll go with|I'll go with|decided to|"
-    r"decide to|instead of|rather than|the fix is to|the best approach is|I'll switch to|"
-    r"we should use)\b", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def _clean(value: str, limit: int) -> str:
-    value = " ".join(value.replace("|", "/").split())
-    return value[:limit].rstrip()
-
-
-def error_line(text: str) -> str | None:
-    m = _ERROR_LINE.search(text)
-    if m:
-        return _clean(m.group(1), MAX_ERROR) or None
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
-    return _clean(first, MAX_ERROR) or None
 
 
 def extract_facts(drafts: list[Draft]) -> int:
@@ -63,27 +37,25 @@ def extract_facts(drafts: list[Draft]) -> int:
             for p in info.paths:
                 key = path_key(p)
                 if info.action == "read":
-                    facts.append(f"examined:{_clean(p, 200)}")
+                    facts.append(f"examined:{clean(p, 200)}")
                 elif info.action == "edit":
-                    facts.append(f"modified:{_clean(p, 200)}")
+                    facts.append(f"modified:{clean(p, 200)}")
                 elif info.action == "write":
-                    facts.append(f"{'modified' if key in seen_files else 'created'}:{_clean(p, 200)}")
+                    facts.append(f"{'modified' if key in seen_files else 'created'}:{clean(p, 200)}")
                 seen_files.add(key)
             if info.action == "run" and info.command:
-                facts.append(f"command:{_clean(info.command, MAX_COMMAND)}")
+                facts.append(f"command:{clean(info.command, MAX_COMMAND)}")
             if info.action == "todo":
                 for todo in d.args.get("todos", []) if isinstance(d.args.get("todos"), list) else []:
                     if isinstance(todo, dict) and todo.get("status") in ("pending", "in_progress") \
                             and isinstance(todo.get("content"), str):
-                        facts.append(f"todo:{_clean(todo['content'], MAX_DECISION)}")
+                        facts.append(f"todo:{clean(todo['content'], MAX_DECISION)}")
             if d.status == "error" and d.result:
                 line = error_line(d.result)
                 if line:
                     facts.append(f"error:{line}")
         elif d.kind == "agent_response":
-            for sentence in _SENTENCE_END.split(d.text):
-                if _DECISION.search(sentence) and len(sentence.strip()) >= 12:
-                    facts.append(f"decision:{_clean(sentence, MAX_DECISION)}")
+            facts += [f"decision:{s}" for s in decisions(d.text)]
         shown = norm(d.text)  # a fact whose value the item does not show is not kept
         facts = [f for f in dict.fromkeys(facts)
                  if f.split(":", 1)[1].strip() and norm(f.split(":", 1)[1]) in shown]
