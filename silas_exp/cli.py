@@ -77,6 +77,33 @@ def cmd_upload(args: argparse.Namespace) -> int:
     return 0
 
 
+def _probe_model(model: str):
+    """The client and model id of ``--probes llm``: the experiment config with
+    ``model=<model>`` (conf/model), composed as a sweep would compose it."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+
+    from silas_exp.app import CONF_DIR
+    from silas_exp.config import validate
+    from silas_exp.errors import ConfigError
+    from silas_exp.llm import build_client
+    from silas_exp.transcripts.suite import ProbeModel
+
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            dcfg = compose(config_name="config", overrides=[f"model={model}"])
+    except HydraException as exc:
+        options = sorted(p.stem for p in (Path(CONF_DIR) / "model").glob("*.yaml"))
+        raise ConfigError(f"--model {model}: {str(exc).splitlines()[0]}; pick one of "
+                            f"{', '.join(options)}") from None
+    cfg = validate(OmegaConf.to_container(dcfg, resolve=True))
+    llm = build_client(cfg.llm, seed=cfg.seed, cache_dir=cfg.llm.cache_dir)
+    if llm.backend_name != "simulated":
+        llm.check_models([cfg.model.main_id])
+    return ProbeModel(llm, cfg.model.main_id)
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     import getpass
     from datetime import UTC, datetime
@@ -91,8 +118,13 @@ def cmd_import(args: argparse.Namespace) -> int:
                               probes=args.probes, read=ReadOptions(sidechains=args.sidechains),
                               extra_names=tuple(args.scrub_name), opt_in=opt_in,
                               calibration=args.calibration)
-    report = import_transcripts([Path(p) for p in args.paths], out, fmt=args.format,
-                                settings=settings)
+    writer = _probe_model(args.model) if args.probes == "llm" else None
+    try:
+        report = import_transcripts([Path(p) for p in args.paths], out, fmt=args.format,
+                                    settings=settings, writer=writer)
+    finally:
+        if writer is not None:
+            writer.llm.close()
     for line in report.lines():
         print(line)
     cases = sum(len(s.cases) for s in report.sessions)
@@ -128,15 +160,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read real transcripts (Claude Code session JSONL, aider chat history, "
                     "SWE-agent .traj, OpenAI-style chat JSONL, silas session JSON), scrub PII, derive "
                     "ground truth from what later turns used, write probes at compression points, "
-                    "and write a §20.2 suite folder (docs/import.md).")
+                    "and write a §20.2 suite folder (docs/organic.md).")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--out", help="suite folder to write (default: data/benchmarks/organic/<name>, "
                                  "which git ignores)")
     p.add_argument("--name", default="organic", help="suite name (default: organic)")
     p.add_argument("--format", default="auto",
                    choices=["auto", "claude-code", "aider", "swe-agent", "openai", "silas"])
-    p.add_argument("--probes", default="rules", choices=["rules", "none"],
-                   help="probe cases written from the transcript's facts (default: rules)")
+    p.add_argument("--probes", default="rules", choices=["rules", "llm", "none"],
+                   help="probe cases written by rule from the transcript's facts (default), by "
+                        "the model of --model (every expected fact verified against the session), "
+                        "or none")
+    p.add_argument("--model", default="simulated",
+                   help="conf/model option whose main model writes --probes llm (default: "
+                        "simulated; claude-haiku-4-5 needs ANTHROPIC_API_KEY)")
     p.add_argument("--profile", default="coding",
                    choices=["conversation", "coding", "research", "support"])
     p.add_argument("--fill", type=float, default=2.5,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-Task = Literal["scorer", "keepback", "probe_answer", "judge", "summary"]
+Task = Literal["scorer", "keepback", "probe_answer", "judge", "summary", "probe_gen"]
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 Per session the folder holds a replay case (``<session>-replay``: the items,
 the derived ground truth, a budget that puts the session under eviction
-pressure) and, with ``probes="rules"``, a probe case (``<session>-probes``:
-the same items and a probe plan at the session's compression points). A
+pressure) and, unless ``probes="none"``, a probe case (``<session>-probes``:
+the same items and a probe plan at the session's compression points, written
+by rule or, with ``probes="llm"``, by a model and verified). A
 scorer sweep runs both kinds; an eviction sweep over compression strategies
 runs the probe cases and skips the replay ones (they measure per-turn
 eviction, which those strategies do not do).
@@ -34,6 +35,7 @@ from typing import Any, Literal
 
 from silas_exp.context.budget import TokenBudget, item_tokens
 from silas_exp.errors import SuiteError
+from silas_exp.probes.schema import ProbePlan
 from silas_exp.schema.benchmark import (
     BenchmarkCase,
     BenchmarkExpected,
@@ -55,11 +57,12 @@ from silas_exp.transcripts.build import (
 from silas_exp.transcripts.events import RawSession, ReadOptions
 from silas_exp.transcripts.facts import extract_facts
 from silas_exp.transcripts.probes import compression_points, probe_plan
+from silas_exp.transcripts.probes_llm import ProbeCounts, llm_probe_plan
 from silas_exp.transcripts.truth import derive_truth
 
 DEFAULT_OUT = Path("data/benchmarks/organic")
 PROBE_PASS = {"probe.overall": 2.5}
-ProbeMode = Literal["rules", "none"]
+ProbeMode = Literal["rules", "llm", "none"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class SessionReport:
     references_by_rule: dict[str, int] = field(default_factory=dict)
     facts: int = 0
     probes: int = 0
+    probes_by_type: dict[str, Any] = field(default_factory=dict)  # kept / dropped by verification
     compressions: list[int] = field(default_factory=list)
     cases: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -146,8 +150,32 @@ def _read(path: Path, fmt: str, options: ReadOptions) -> tuple[str, list[RawSess
     return fmt, readers.read(path, fmt, options)
 
 
+@dataclass(frozen=True)
+class ProbeModel:
+    """The model that writes probes for ``--probes llm``: a client and a model id."""
+
+    llm: Any  # silas_exp.llm.LLMClient
+    model_id: str
+
+
+def _plan(drafts: list[Draft], points: list[int], sid: str, s: ImportSettings,
+          writer: ProbeModel | None, rep: SessionReport) -> ProbePlan | None:
+    counts = ProbeCounts()
+    if s.probes == "llm":
+        if writer is None:
+            raise SuiteError("--probes llm needs a model to write probes; pass one (--model)")
+        plan = llm_probe_plan(drafts, points, sid, writer.llm, writer.model_id, counts)
+        rep.notes += [f"probe writer failed at {p}; no probes there" for p in counts.failed_points]
+    else:
+        plan = probe_plan(drafts, points, sid)
+        if plan is not None:
+            counts.kept.update(p.type for p in plan.probes)
+    rep.probes_by_type = counts.as_dict()
+    return plan
+
+
 def _cases(session: Session, truth: SessionTruth, drafts: list[Draft], s: ImportSettings,
-           rep: SessionReport, source: str) -> list[BenchmarkCase]:
+           rep: SessionReport, source: str, writer: ProbeModel | None) -> list[BenchmarkCase]:
     tokens = sum(item_tokens(it) for it in session.items)
     # hygiene does not depend on the total: one replay gives the peak and the compression points
     usage = hygiene_usage(session, truth, TokenBudget(total=10**9,
@@ -184,9 +212,10 @@ def _cases(session: Session, truth: SessionTruth, drafts: list[Draft], s: Import
             tags=tags, difficulty="hard", source="organic"))
     else:
         rep.notes.append("no later turn used an earlier item: no ground truth, no replay case")
-    if s.probes == "rules":
-        plan = probe_plan(drafts, compression_points(
-            usage, budget.eviction_threshold_pct * budget_total, session.turns), session.session_id)
+    if s.probes != "none":
+        plan = _plan(drafts, compression_points(
+            usage, budget.eviction_threshold_pct * budget_total, session.turns), session.session_id,
+            s, writer, rep)
         if plan is None:
             rep.notes.append("no fact to ask about before any compression point: no probe case")
         else:
@@ -236,7 +265,8 @@ def _session(raw: RawSession | Session, s: ImportSettings, fmt: str, source: str
 
 
 def import_transcripts(paths: list[Path], out: Path, *, fmt: str = "auto",
-                       settings: ImportSettings | None = None) -> ImportReport:
+                       settings: ImportSettings | None = None,
+                       writer: ProbeModel | None = None) -> ImportReport:
     """Read, scrub and derive every session of ``paths``; write the suite to
     ``out`` (created; an existing suite there is replaced only as a whole)."""
     s = settings or ImportSettings()
@@ -256,12 +286,12 @@ def import_transcripts(paths: list[Path], out: Path, *, fmt: str = "auto",
         source = Scrubber(extra_names=s.extra_names).scrub(path.name)
         sources.append({"file": source, "sha256": _sha256(path), "format": used})
         read += [(used, source, raw) for raw in ([raws] if isinstance(raws, Session) else raws)]
-    return write_suite(read, out, s, sources)
+    return write_suite(read, out, s, sources, writer)
 
 
 def write_suite(sessions: list[tuple[str, str, RawSession | Session]], out: Path,
-                settings: ImportSettings, sources: list[dict[str, Any]] | None = None
-                ) -> ImportReport:
+                settings: ImportSettings, sources: list[dict[str, Any]] | None = None,
+                writer: ProbeModel | None = None) -> ImportReport:
     """(format, source file name, session) triples -> the suite folder ``out``."""
     s = settings
     suite_id = _safe_id(s.name)
@@ -270,7 +300,7 @@ def write_suite(sessions: list[tuple[str, str, RawSession | Session]], out: Path
     taken: set[str] = set()
     for used, source, raw in sessions:
         session, truth, drafts, rep = _session(raw, s, used, source, taken)
-        cases += _cases(session, truth, drafts, s, rep, source)
+        cases += _cases(session, truth, drafts, s, rep, source, writer)
         report.sessions.append(rep)
     _tag_calibration(cases, s.calibration, report)
     if not cases:
