@@ -312,10 +312,8 @@ def _decide(data: SweepData, r: AblationResult, variant: str, control: str) -> V
             reasons.append(f"{metric} worse beyond its margin {c.margin:.3g} "
                            f"(Δ {c.delta:+.4f} [{c.ci_low:+.4f}, {c.ci_high:+.4f}])")
         elif c.call is MetricCall.UNDECIDED and c.n_cases < r.min_cases:
-            few = (f"only {c.n_cases} paired cases (a verdict needs {r.min_cases}; "
-                   "analysis.min_cases)")
-            if few not in reasons:
-                reasons.append(few)
+            reasons.append(f"{metric}: only {c.n_cases} paired cases (a verdict needs "
+                           f"{r.min_cases}; analysis.min_cases)")
         elif c.call is MetricCall.UNDECIDED:
             reasons.append(f"{metric}: CI [{c.ci_low:+.4f}, {c.ci_high:+.4f}] crosses the "
                            f"margin {c.margin:.3g}")
