@@ -26,7 +26,8 @@ only where their context says what they are (used by :mod:`silas_exp.probes.pii`
 
 Kept (never reported): system and generic accounts (:data:`SYSTEM_ACCOUNTS`,
 ``_*`` and ``systemd-*``), common groups, tool and bot authors
-(:data:`BOT_NAMES`, ``…[bot]``), well-known public hosts
+(:data:`BOT_NAMES`, ``…[bot]``, model signatures such as ``Claude Opus
+4.6``), well-known public hosts
 (:data:`PUBLIC_HOSTS` and their subdomains), ``localhost``, IP addresses (the
 ``ip`` rule handles them), the ``git`` user of ``git@host`` remotes, and
 anything already a placeholder.
@@ -65,6 +66,10 @@ localhost box1 server1 db cache worker prod staging test1 example sample
 BOT_NAMES = frozenset({"claude", "claude code", "copilot", "github", "github actions", "aider",
                        "dependabot", "renovate", "renovate bot", "your name", "gpt-engineer",
                        "devin", "sweep", "openhands", "cursor"})
+# assistants sign commits with their model's name: "Claude Opus 4.6", "Claude Sonnet 4.5",
+# "GPT-5 Codex", "Gemini 2.5 Pro"
+_MODEL_AUTHOR = re.compile(r"(?:claude|gpt|codex|gemini|copilot|o\d)(?:[ \-][\w.\-]*\d[\w.\-]*"
+                           r"|[ \-](?:opus|sonnet|haiku|code|pro|flash|mini|codex))+")
 PUBLIC_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "pypi.org", "pythonhosted.org",
                 "npmjs.org", "npmjs.com", "docker.io", "docker.com", "anthropic.com", "openai.com",
                 "huggingface.co", "googleapis.com", "google.com", "ssh.dev.azure.com",
@@ -108,7 +113,8 @@ def is_kept(kind: str, value: str) -> bool:
         if low in _KEEP_HOSTS or re.fullmatch(r"[\d.]+|[0-9a-f:]+:[0-9a-f:]*", low):
             return True
         return any(low == h or low.endswith("." + h) for h in PUBLIC_HOSTS)
-    return low in BOT_NAMES or "[bot]" in low or not any(c.isalpha() for c in v)
+    return (low in BOT_NAMES or "[bot]" in low or not any(c.isalpha() for c in v)
+            or bool(_MODEL_AUTHOR.fullmatch(low)))
 
 
 def whole_word_ok(value: str) -> bool:

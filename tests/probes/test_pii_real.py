@@ -76,6 +76,16 @@ def test_git_log_author_and_trailers_become_names():
     assert dict(counts) == {"name": 4, "email": 5}
 
 
+@pytest.mark.parametrize("signature", ["Claude Opus 4.6", "Claude Sonnet 4.5", "GPT-5 Codex",
+                                       "Gemini 2.5 Pro"])
+def test_model_signatures_in_trailers_are_not_people(signature):
+    """Seen in a real Claude Code session: every commit ends with the model's trailer."""
+    text = f"git commit -m 'fix'\n\nCo-Authored-By: {signature} <noreply@anthropic.com>"
+    out, counts = scrub(text)
+    assert f"Co-Authored-By: {signature} <<EMAIL>>" in out and "name" not in counts
+    assert "<NAME>" in scrub("Co-Authored-By: Claude Monet <claude@example.org>")[0]
+
+
 def test_aider_author_suffix_stays():
     assert scrub("Author: Jane Doe (aider) <jane@example.com>")[0] == "Author: <NAME> (aider) <<EMAIL>>"
 
