@@ -99,6 +99,9 @@ def test_every_format_imports_with_truth_probes_and_pressure(organic):
     assert quirks["claude-code"]["merged_records"] > 0  # one API message over several records
     assert quirks["aider"]["multiline_output_lines"] > 0  # the failed edit's report
     assert quirks["swe-agent"]["demonstration_messages_dropped"] == 1
+    aider_errors = {f for it in _case(organic, "aider", "replay")["input"]["context"]
+                    for f in it.get("facts", []) if f.startswith("error:")}
+    assert aider_errors == {"error:The LLM did not conform to the edit format."}  # not its tokens
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
