@@ -36,6 +36,9 @@ DECISION = re.compile(
     r"\b(?:I'll use|I will use|let's use|let's go with|we'll go with|I'll go with|decided to|"
     r"decide to|instead of|rather than|the fix is to|the best approach is|I'll switch to|"
     r"we should use)\b", re.IGNORECASE)
+# what an error result says went wrong, when no line has an error's usual shape
+FAILURE = re.compile(r"\b(?:fail(?:s|ed|ure)?|invalid|denied|refused|not found|no such|cannot|"
+                     r"can't|unable to|did not|does not exist)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _PROMPT = re.compile(r"^\s*\$ (\S.*)$", re.MULTILINE)
 _VERSION = re.compile(r"(?<![\w.\-])([A-Za-z][\w.\-]*(?:(?:==|@| v| version )\d+\.\d+(?:\.\d+)*"
@@ -48,15 +51,18 @@ def clean(value: str, limit: int) -> str:
 
 
 def error_line(text: str, *, first_line: bool = True) -> str | None:
-    """The error a text reports; its first line when no line looks like one
-    (``first_line``: the text is known to be an error result)."""
+    """The error a text reports. When no line looks like one and the text is
+    known to be an error result (``first_line``): its first line that says what
+    failed ("failed", "did not", "not found" …), else its first line — aider
+    writes its token report before the failure it reports."""
     m = ERROR_LINE.search(text)
     if m:
         return clean(m.group(1), MAX_ERROR) or None
     if not first_line:
         return None
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
-    return clean(first, MAX_ERROR) or None
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    line = next((ln for ln in lines if FAILURE.search(ln)), lines[0] if lines else "")
+    return clean(line, MAX_ERROR) or None
 
 
 def decisions(text: str) -> list[str]:

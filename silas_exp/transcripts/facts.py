@@ -9,7 +9,8 @@ probe about it can be checked against the session):
 * ``created:<path>``  — a write of a file not seen before in the session;
 * ``command:<cmd>``   — a run call's command (first line, ≤ 120 chars);
 * ``error:<line>``    — an error result's first ``SomethingError: …`` /
-  ``error: …`` / ``FAILED …`` line (≤ 160 chars), or its first line;
+  ``error: …`` / ``FAILED …`` line (≤ 160 chars), else its first line that
+  says what failed, else its first line;
 * ``todo:<task>``     — a pending or in-progress task of a todo call;
 * ``decision:<sentence>`` — an assistant sentence that commits to a course
   ("I'll use …", "Let's go with …", "we decided …", "instead of …").

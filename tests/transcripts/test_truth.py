@@ -3,10 +3,15 @@ reference it must give (turn, item, grade) and none where nothing is used."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from silas_exp.transcripts.build import Scrubber, build_drafts, finish_drafts, scrub_drafts
 from silas_exp.transcripts.events import Event, RawSession
 from silas_exp.transcripts.facts import extract_facts
+from silas_exp.transcripts.readers import aider
 from silas_exp.transcripts.truth import derive_truth
+
+FIX = Path(__file__).parent / "fixtures"
 
 
 def drafts_of(*events: Event):
@@ -88,3 +93,27 @@ def test_facts_are_shown_by_their_item():
     assert "error:ValueError: bad" in facts and "todo:add docs" in facts
     assert "decision:I'll use a guard clause instead of try/except." in facts
     assert not any(f.startswith("command:") for f in facts)  # "|" cannot be shown verbatim in a fact
+
+
+def test_error_fact_is_the_line_that_says_what_failed():
+    # aider reports a failed edit after its token report, in one block of its output
+    report = ("Tokens: 2.4k sent, 171 received. Cost: $0.0098 message, $0.02 session.\n"
+              "The LLM did not conform to the edit format.\n"
+              "https://aider.chat/docs/troubleshooting/edit-errors.html\n"
+              "# 1 SEARCH/REPLACE block failed to match!")
+    drafts = drafts_of(Event("user", "fix it"),
+                       *call("a", "aider", {"after": "reply"}, report, error=True),
+                       *call("b", "Bash", {"command": "./run"}, "\nSegmentation fault (core dumped)",
+                             error=True))
+    assert [f for d in drafts for f in d.facts if f.startswith("error:")] == [
+        "error:The LLM did not conform to the edit format.",
+        "error:Segmentation fault (core dumped)"]  # nothing says "failed": the first line
+
+
+def test_aider_failed_edit_gives_the_failure_as_its_error():
+    _, two = aider.read(FIX / "aider_basic.aider.chat.history.md")
+    drafts, _ = build_drafts(two)
+    finish_drafts(drafts, two.quirks)
+    extract_facts(drafts)
+    errors = {f for d in drafts for f in d.facts if f.startswith("error:")}
+    assert errors == {"error:The LLM did not conform to the edit format."}
