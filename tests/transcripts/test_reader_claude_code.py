@@ -341,3 +341,15 @@ def test_not_utf8(tmp_path):
     p.write_bytes('{"type": "user", "message": {"content": "caf\u00e9"}}\n'.encode("latin-1"))
     with pytest.raises(SuiteError, match=r"latin\.jsonl: not UTF-8 text \(byte 44\)"):
         claude_code.read(p)
+
+
+def test_tool_use_error_tag_is_unwrapped(tmp_path):
+    path = write(tmp_path, user("edit it"),
+                 assistant("m1", {"type": "tool_use", "id": "t1", "name": "Edit",
+                                  "input": {"file_path": "a.py", "old_string": "x", "new_string": "y"}}),
+                 user([{"type": "tool_result", "tool_use_id": "t1", "is_error": True,
+                        "content": "<tool_use_error>String to replace not found in file.\nString: x"
+                                   "</tool_use_error>"}]))
+    (session,) = claude_code.read(path)
+    (result,) = [e for e in session.events if e.kind == "result"]
+    assert result.is_error and result.text == "String to replace not found in file.\nString: x"

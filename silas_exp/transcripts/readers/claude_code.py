@@ -46,6 +46,7 @@ WHAT = "Claude Code session JSONL"
 _COMMAND = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
 _ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _OUTPUT = re.compile(r"<local-command-(stdout|stderr)>(.*?)</local-command-\1>", re.DOTALL)
+_TOOL_USE_ERROR = re.compile(r"<tool_use_error>(.*?)</tool_use_error>", re.DOTALL)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 INTERRUPT = "[Request interrupted by user"
 CAVEAT = "<local-command-caveat>"
@@ -178,7 +179,9 @@ class _Sessions:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_result":
-                self.emit(raw, "result", _text(block.get("content")),
+                # Claude Code wraps a refused or failed call's message in this tag
+                text = _TOOL_USE_ERROR.sub(r"\1", _text(block.get("content")))
+                self.emit(raw, "result", text,
                           call_id=str(block.get("tool_use_id")), is_error=bool(block.get("is_error")))
             elif block.get("type") == "text":
                 texts.append(str(block.get("text", "")))
