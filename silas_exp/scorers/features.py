@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from silas_exp.context.window import LiveItem
+from silas_exp.schema.eviction import ContextZone
 
 FEATURES: tuple[str, ...] = (
     "bias",
@@ -35,7 +36,6 @@ FEATURES: tuple[str, ...] = (
 )
 
 
-
 def weight_vector(weights: Mapping[str, float]) -> np.ndarray:
     """Map a name→weight mapping onto FEATURES order; unknown names are an error."""
     unknown = set(weights) - set(FEATURES)
@@ -44,30 +44,37 @@ def weight_vector(weights: Mapping[str, float]) -> np.ndarray:
     return np.array([float(weights.get(name, 0.0)) for name in FEATURES])
 
 
-def features(item: LiveItem, turn: int) -> np.ndarray:
-    x = np.zeros(len(FEATURES))
-    index = {name: i for i, name in enumerate(FEATURES)}
-    x[index["bias"]] = 1.0
-    zone_key = f"zone_{item.zone.value}"
-    if zone_key in index:
-        x[index[zone_key]] = 1.0
-    kind_key = f"kind_{item.kind}"
-    if kind_key in index:
-        x[index[kind_key]] = 1.0
-    x[index["log_age"]] = math.log1p(item.age(turn))
-    x[index["log_tokens"]] = math.log1p(item.tokens) / math.log(1000.0)
-    x[index["is_error"]] = 1.0 if item.status == "error" else 0.0
-    x[index["masked"]] = 1.0 if item.masked else 0.0
-    x[index["completed"]] = 1.0 if item.completed(turn) else 0.0
-    rel = item.relevance if item.relevance is not None else 0.5
-    x[index["retrieval_relevance"]] = rel - 0.5
-    return x
+_COLUMN = {name: i for i, name in enumerate(FEATURES)}
+_ZONE_COLUMN = {zone: _COLUMN.get(f"zone_{zone.value}", -1) for zone in ContextZone}
+_KIND_COLUMN = {name[5:]: i for name, i in _COLUMN.items() if name.startswith("kind_")}
+_LOG_1000 = math.log(1000.0)
+
+
+def _one_hot(x: np.ndarray, columns: list[int]) -> None:
+    """Set x[i, columns[i]] = 1 where the column exists (>= 0)."""
+    cols = np.asarray(columns)
+    rows = np.flatnonzero(cols >= 0)
+    x[rows, cols[rows]] = 1.0
 
 
 def feature_matrix(items: Sequence[LiveItem], turn: int) -> np.ndarray:
+    """One row per item in FEATURES order, built column by column (one pass over
+    the items per column instead of one array per item)."""
+    x = np.zeros((len(items), len(FEATURES)))
     if not items:
-        return np.zeros((0, len(FEATURES)))
-    return np.vstack([features(it, turn) for it in items])
+        return x
+    x[:, _COLUMN["bias"]] = 1.0
+    _one_hot(x, [_ZONE_COLUMN.get(it.zone, -1) for it in items])
+    _one_hot(x, [_KIND_COLUMN.get(it.kind, -1) for it in items])
+    x[:, _COLUMN["log_age"]] = [math.log1p(it.age(turn)) for it in items]
+    x[:, _COLUMN["log_tokens"]] = [math.log1p(it.tokens) for it in items]
+    x[:, _COLUMN["log_tokens"]] /= _LOG_1000
+    x[:, _COLUMN["is_error"]] = [it.status == "error" for it in items]
+    x[:, _COLUMN["masked"]] = [it.masked for it in items]
+    x[:, _COLUMN["completed"]] = [it.completed(turn) for it in items]
+    x[:, _COLUMN["retrieval_relevance"]] = [0.5 if it.relevance is None else it.relevance for it in items]
+    x[:, _COLUMN["retrieval_relevance"]] -= 0.5
+    return x
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -76,4 +83,4 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 
 def linear_scores(items: Sequence[LiveItem], turn: int, weights: np.ndarray) -> dict[str, float]:
     probs = sigmoid(feature_matrix(items, turn) @ weights)
-    return {it.ctx_id: float(p) for it, p in zip(items, probs, strict=True)}
+    return dict(zip([it.ctx_id for it in items], probs.tolist(), strict=True))
