@@ -77,8 +77,8 @@ def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudge
             if it is not None:
                 it.last_ref = turn
             stats.needs.append(NeedEvent(turn, ref.ctx_id, ref.grade, served))
-        for it in window:
-            if it.kind == "subscription" and turn in it.refreshed_turns:
+        for it in window.of_kind("subscription"):
+            if turn in it.refreshed_turns:
                 it.restore()
                 it.last_ref = turn
         step(window, turn)

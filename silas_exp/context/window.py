@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -14,7 +15,12 @@ MASK_TEMPLATE = "[{tool} result masked: {status}, {tokens} tokens]"
 
 @dataclass
 class LiveItem:
-    """One block in the window. Everything here is visible to scorers."""
+    """One block in the window. Everything here is visible to scorers.
+
+    ``tokens`` is a property (see below): setting it keeps the totals of the
+    window holding the item exact."""
+
+    _window = None  # the Window holding the item (not a field: copies start outside any window)
 
     ctx_id: str
     zone: ContextZone
@@ -82,11 +88,33 @@ class LiveItem:
         return self.zone is not ContextZone.SYSTEM and not self.pinned
 
 
+def _get_tokens(item: LiveItem) -> int:
+    return item._tokens
+
+
+def _set_tokens(item: LiveItem, value: int) -> None:
+    if item._window is not None:
+        item._window._resized(item, value - item._tokens)
+    item._tokens = value
+
+
+# An item's tokens change in place (masking, deactivation, restore, or a
+# strategy's own edits); the window holding it is told each time, so its
+# running totals never need a recount.
+LiveItem.tokens = property(_get_tokens, _set_tokens)  # type: ignore[assignment]
+
+
 class Window:
-    """Ordered map of live items plus the store of evicted ones (they go to memory)."""
+    """Ordered map of live items plus the store of evicted ones (they go to memory).
+
+    Keeps running token totals (overall and per zone) and an index of items by
+    kind, both in window order, so usage and kind look-ups cost O(1) / O(k)."""
 
     def __init__(self) -> None:
         self._items: dict[str, LiveItem] = {}
+        self._by_kind: dict[str, dict[str, LiveItem]] = defaultdict(dict)
+        self._zone_tokens: dict[ContextZone, int] = defaultdict(int)
+        self._total = 0
         self.evicted: dict[str, LiveItem] = {}
 
     def __contains__(self, ctx_id: str) -> bool:
@@ -101,11 +129,39 @@ class Window:
     def get(self, ctx_id: str) -> LiveItem | None:
         return self._items.get(ctx_id)
 
+    def of_kind(self, kind: str) -> list[LiveItem]:
+        """The items of one kind, in window order."""
+        return list(self._by_kind[kind].values()) if kind in self._by_kind else []
+
+    def _resized(self, item: LiveItem, delta: int) -> None:
+        self._total += delta
+        self._zone_tokens[item.zone] += delta
+
+    def _attach(self, item: LiveItem) -> None:
+        item._window = self
+        self._resized(item, item.tokens)
+
+    def _detach(self, item: LiveItem) -> None:
+        self._resized(item, -item.tokens)
+        item._window = None
+
     def add(self, item: LiveItem) -> None:
-        self._items[item.ctx_id] = item
+        old = self._items.get(item.ctx_id)
+        if old is not None:  # same ctx_id again: the new item takes the old one's place
+            self._detach(old)
+            self._items[item.ctx_id] = item
+            self._by_kind = defaultdict(dict)
+            for it in self._items.values():
+                self._by_kind[it.kind][it.ctx_id] = it
+        else:
+            self._items[item.ctx_id] = item
+            self._by_kind[item.kind][item.ctx_id] = item
+        self._attach(item)
 
     def evict(self, ctx_id: str) -> LiveItem:
         item = self._items.pop(ctx_id)
+        del self._by_kind[item.kind][ctx_id]
+        self._detach(item)
         self.evicted[ctx_id] = item
         return item
 
@@ -114,14 +170,14 @@ class Window:
         item = self.evicted.pop(ctx_id)
         item.restore()
         item.last_ref = turn
-        self._items[ctx_id] = item
+        self.add(item)
         return item
 
     def usage(self) -> int:
-        return sum(it.tokens for it in self._items.values())
+        return self._total
 
     def zone_usage(self, zone: ContextZone) -> int:
-        return sum(it.tokens for it in self._items.values() if it.zone is zone)
+        return self._zone_tokens[zone]
 
     def evictable(self) -> list[LiveItem]:
         return [it for it in self._items.values() if it.evictable and it.tokens > 0]
