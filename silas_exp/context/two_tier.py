@@ -15,7 +15,6 @@ ceiling: keep-backs cannot hold usage above it.
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -35,6 +34,32 @@ from silas_exp.context.strategies import StrategySettings
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.schema.eviction import ContextZone, EvictionCandidate, EvictionProposal
 from silas_exp.scorers.base import Scorer, ScorerUnavailable
+
+
+def keep_first(scores: dict[str, float]) -> tuple[str, ...]:
+    """ctx_ids by descending score, ties by ctx_id: two stable sorts on plain keys
+    (the same order as one sort on (-score, ctx_id), which NaN scores fall back to)."""
+    if any(s != s for s in scores.values()):
+        return tuple(sorted(scores, key=lambda c: (-scores[c], c)))
+    negated = {c: -s for c, s in scores.items()}
+    return tuple(sorted(sorted(scores), key=negated.__getitem__))
+
+
+def eviction_units(items: list[LiveItem], scores: dict[str, float]) -> list[list[LiveItem]]:
+    """Coherence groups (an item without a group is its own), least relevant
+    first: by the group's highest score, then by its first ctx_id."""
+    groups: dict[str, list[LiveItem]] = {}
+    best: dict[str, float] = {}
+    for it in items:
+        key, score = it.group or it.ctx_id, scores[it.ctx_id]
+        if key in groups:
+            groups[key].append(it)
+            if score > best[key]:  # as max() compares
+                best[key] = score
+        else:
+            groups[key], best[key] = [it], score
+    order = sorted(groups, key=lambda k: (best[k], groups[k][0].ctx_id))
+    return [groups[k] for k in order]
 
 
 class TwoTierSettings(StrategySettings):
@@ -107,13 +132,8 @@ class TwoTierEviction:
         if scores is None:
             self._fallback(window, turn)
             return
-        self.stats.rankings.append(
-            Ranking(turn, tuple(sorted(scores, key=lambda c: (-scores[c], c))))
-        )
-        groups: dict[str, list[LiveItem]] = defaultdict(list)
-        for it in items:
-            groups[it.group or it.ctx_id].append(it)
-        units = sorted(groups.values(), key=lambda g: (max(scores[i.ctx_id] for i in g), g[0].ctx_id))
+        self.stats.rankings.append(Ranking(turn, keep_first(scores)))
+        units = eviction_units(items, scores)
         need = window.usage() - int(self.budget.evict_to_pct * self.budget.total)
         chosen: list[LiveItem] = []
         taken = 0
