@@ -57,6 +57,17 @@ class FeedbackDataset:
         return len(self.y)
 
 
+def json_rows(matrix: np.ndarray) -> list[str]:
+    """``[json.dumps(row.tolist()) for row in matrix]`` with one encoder call: the
+    rows of the encoded matrix are exactly the pieces between ``[[``, ``], [``
+    and ``]]`` (numbers never contain brackets)."""
+    if len(matrix) == 0:
+        return []
+    if matrix.shape[1] == 0:
+        return ["[]"] * len(matrix)
+    return [f"[{part}]" for part in json.dumps(matrix.tolist())[2:-2].split("], [")]
+
+
 class FeedbackStore:
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
@@ -93,10 +104,10 @@ class FeedbackStore:
                 [
                     (
                         proposal.proposal_id, rank, c.ctx_id, c.zone.value, kind, c.relevance_score,
-                        c.age_turns, c.token_count, json.dumps(row.tolist()), int(c.ctx_id in excluded),
+                        c.age_turns, c.token_count, row, int(c.ctx_id in excluded),
                     )
                     for rank, (c, kind, row) in enumerate(
-                        zip(proposal.candidates, kinds, feature_rows, strict=True)
+                        zip(proposal.candidates, kinds, json_rows(feature_rows), strict=True)
                     )
                 ],
             )
