@@ -68,7 +68,7 @@ def evict_by_zone_policy(
     if usage <= limit:
         return evicted
     pool = sorted(
-        (it for it in window.evictable() if it.zone is zone and it.ctx_id not in protect),
+        (it for it in window.evictable(zone) if it.ctx_id not in protect),
         key=zone_order_key(zone, turn),
     )
     for it in pool:
@@ -89,7 +89,7 @@ def evict_to_total(
     evicted: list[str] = []
     queues = {
         z: sorted(
-            (it for it in window.evictable() if it.zone is z and it.ctx_id not in protect),
+            (it for it in window.evictable(z) if it.ctx_id not in protect),
             key=zone_order_key(z, turn),
         )
         for z in caps

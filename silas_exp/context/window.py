@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from silas_exp.context.budget import count_tokens, item_tokens
 from silas_exp.schema.eviction import ContextZone
@@ -104,15 +105,39 @@ def _set_tokens(item: LiveItem, value: int) -> None:
 LiveItem.tokens = property(_get_tokens, _set_tokens)  # type: ignore[assignment]
 
 
+class _Groups:
+    """Live items grouped by one attribute (kind, zone), each group in window order."""
+
+    def __init__(self, attribute: str) -> None:
+        self._key = attrgetter(attribute)
+        self._groups: dict[object, dict[str, LiveItem]] = defaultdict(dict)
+
+    def add(self, item: LiveItem) -> None:
+        self._groups[self._key(item)][item.ctx_id] = item
+
+    def remove(self, item: LiveItem) -> None:
+        del self._groups[self._key(item)][item.ctx_id]
+
+    def rebuild(self, items: Iterable[LiveItem]) -> None:
+        self._groups.clear()
+        for it in items:
+            self.add(it)
+
+    def members(self, value: object) -> list[LiveItem]:
+        group = self._groups.get(value)
+        return list(group.values()) if group else []
+
+
 class Window:
     """Ordered map of live items plus the store of evicted ones (they go to memory).
 
-    Keeps running token totals (overall and per zone) and an index of items by
-    kind, both in window order, so usage and kind look-ups cost O(1) / O(k)."""
+    Keeps running token totals (overall and per zone) and the items grouped by
+    kind and by zone in window order, so usage costs O(1) and a look-up by kind
+    or zone visits only that group."""
 
     def __init__(self) -> None:
         self._items: dict[str, LiveItem] = {}
-        self._by_kind: dict[str, dict[str, LiveItem]] = defaultdict(dict)
+        self._by_kind, self._by_zone = _Groups("kind"), _Groups("zone")
         self._zone_tokens: dict[ContextZone, int] = defaultdict(int)
         self._total = 0
         self.evicted: dict[str, LiveItem] = {}
@@ -131,37 +156,32 @@ class Window:
 
     def of_kind(self, kind: str) -> list[LiveItem]:
         """The items of one kind, in window order."""
-        return list(self._by_kind[kind].values()) if kind in self._by_kind else []
+        return self._by_kind.members(kind)
 
     def _resized(self, item: LiveItem, delta: int) -> None:
         self._total += delta
         self._zone_tokens[item.zone] += delta
 
-    def _attach(self, item: LiveItem) -> None:
+    def add(self, item: LiveItem) -> None:
+        old = self._items.get(item.ctx_id)
+        self._items[item.ctx_id] = item
+        if old is None:
+            self._by_kind.add(item)
+            self._by_zone.add(item)
+        else:  # same ctx_id again: the new item takes the old one's place
+            self._resized(old, -old.tokens)
+            old._window = None
+            self._by_kind.rebuild(self._items.values())
+            self._by_zone.rebuild(self._items.values())
         item._window = self
         self._resized(item, item.tokens)
 
-    def _detach(self, item: LiveItem) -> None:
-        self._resized(item, -item.tokens)
-        item._window = None
-
-    def add(self, item: LiveItem) -> None:
-        old = self._items.get(item.ctx_id)
-        if old is not None:  # same ctx_id again: the new item takes the old one's place
-            self._detach(old)
-            self._items[item.ctx_id] = item
-            self._by_kind = defaultdict(dict)
-            for it in self._items.values():
-                self._by_kind[it.kind][it.ctx_id] = it
-        else:
-            self._items[item.ctx_id] = item
-            self._by_kind[item.kind][item.ctx_id] = item
-        self._attach(item)
-
     def evict(self, ctx_id: str) -> LiveItem:
         item = self._items.pop(ctx_id)
-        del self._by_kind[item.kind][ctx_id]
-        self._detach(item)
+        self._by_kind.remove(item)
+        self._by_zone.remove(item)
+        self._resized(item, -item.tokens)
+        item._window = None
         self.evicted[ctx_id] = item
         return item
 
@@ -179,5 +199,7 @@ class Window:
     def zone_usage(self, zone: ContextZone) -> int:
         return self._zone_tokens[zone]
 
-    def evictable(self) -> list[LiveItem]:
-        return [it for it in self._items.values() if it.evictable and it.tokens > 0]
+    def evictable(self, zone: ContextZone | None = None) -> list[LiveItem]:
+        """Evictable items holding tokens, in window order (of one zone if given)."""
+        items = self._items.values() if zone is None else self._by_zone.members(zone)
+        return [it for it in items if it.evictable and it.tokens > 0]
