@@ -82,14 +82,17 @@ class TwoTierEviction:
         self.broker, self.stats, self.scope_id = broker, stats, scope_id
         self._failures = 0
         self._open_until = -1
+        self._caps_by_system: dict[int, dict[ContextZone, int]] = {}
         seed = int(hashlib.sha256(scope_id.encode()).hexdigest()[:8], 16)
         self._rng = np.random.default_rng(seed)
 
     # -- tier 1 ---------------------------------------------------------------
     def _caps(self, window: Window) -> dict[ContextZone, int]:
         system = window.zone_usage(ContextZone.SYSTEM)
-        return {z: int(b * self.s.zone_cap_factor) for z, b in
-                zone_budgets(self.shares, self.budget, system).items()}
+        if system not in self._caps_by_system:  # the caps move only with the system zone
+            self._caps_by_system[system] = {z: int(b * self.s.zone_cap_factor) for z, b in
+                                            zone_budgets(self.shares, self.budget, system).items()}
+        return dict(self._caps_by_system[system])
 
     def tier1(self, window: Window, turn: int) -> None:
         st = self.stats
