@@ -32,8 +32,7 @@ class NeedOracle:
         self._grades: dict[str, list[int]] = {}
         for ctx_id, pairs in refs.items():
             pairs.sort()
-            self._turns[ctx_id] = [t for t, _ in pairs]
-            self._grades[ctx_id] = [g for _, g in pairs]
+            self._turns[ctx_id], self._grades[ctx_id] = map(list, zip(*pairs, strict=True))
 
     def max_grade_within(self, ctx_id: str, turn: int, horizon: int) -> int:
         """Highest grade of any need of ``ctx_id`` in turns (turn, turn + horizon]."""
