@@ -32,7 +32,12 @@ from silas_exp.context.policy import (
 from silas_exp.context.stats import Flush, Ranking, ReplayStats
 from silas_exp.context.strategies import StrategySettings
 from silas_exp.context.window import LiveItem, Window
-from silas_exp.schema.eviction import ContextZone, EvictionCandidate, EvictionProposal
+from silas_exp.schema.eviction import (
+    CandidateRecord,
+    ContextZone,
+    EvictionCandidate,
+    ProposalRecord,
+)
 from silas_exp.scorers.base import Scorer, ScorerUnavailable
 
 
@@ -60,6 +65,18 @@ def eviction_units(items: list[LiveItem], scores: dict[str, float]) -> list[list
             groups[key], best[key] = [it], score
     order = sorted(groups, key=lambda k: (best[k], groups[k][0].ctx_id))
     return [groups[k] for k in order]
+
+
+def candidate_records(chosen: list[LiveItem], scores: dict[str, float],
+                      turn: int) -> tuple[CandidateRecord, ...]:
+    """A proposal's candidates. Their scores come from the scorer, from outside
+    the harness: one that is not a float in [0, 1] goes through the schema
+    model, which coerces it (an int) or raises its validation error."""
+    records = tuple(CandidateRecord(i.ctx_id, i.zone, scores[i.ctx_id], i.age(turn), i.tokens)
+                    for i in chosen)
+    if all(type(c.relevance_score) is float and 0.0 <= c.relevance_score <= 1.0 for c in records):
+        return records
+    return tuple(CandidateRecord(**EvictionCandidate(**c._asdict()).model_dump()) for c in records)
 
 
 class TwoTierSettings(StrategySettings):
@@ -150,16 +167,10 @@ class TwoTierEviction:
             for unit in units[taken:]:
                 if self._rng.random() < self.s.explore_rate:
                     chosen += unit
-        proposal = EvictionProposal(
+        proposal = ProposalRecord(
             # deterministic id: reruns of a job reproduce every proposal exactly
-            proposal_id=f"{self.scope_id}:{turn}:{self.stats.proposals}", scope_id=self.scope_id,
-            turn_number=turn,
-            proposed_at=datetime.now(UTC), scorer_model=self.scorer.model_id,
-            candidates=[
-                EvictionCandidate(ctx_id=i.ctx_id, zone=i.zone, relevance_score=scores[i.ctx_id],
-                                  age_turns=i.age(turn), token_count=i.tokens)
-                for i in chosen
-            ],
+            f"{self.scope_id}:{turn}:{self.stats.proposals}", self.scope_id, turn, datetime.now(UTC),
+            self.scorer.model_id, candidate_records(chosen, scores, turn),
         )
         self.stats.proposals += 1
         excluded: frozenset[str] = frozenset()

@@ -13,7 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from silas_exp.schema.eviction import EvictionFeedback, EvictionProposal
+from silas_exp.schema.eviction import (
+    EvictionFeedback,
+    EvictionProposal,
+    FeedbackRecord,
+    ProposalRecord,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS eviction_feedback (
@@ -83,8 +88,8 @@ class FeedbackStore:
 
     def record(
         self,
-        proposal: EvictionProposal,
-        feedback: EvictionFeedback,
+        proposal: ProposalRecord | EvictionProposal,
+        feedback: FeedbackRecord | EvictionFeedback,
         kinds: Sequence[str],
         feature_rows: np.ndarray,
     ) -> None:
@@ -96,7 +101,8 @@ class FeedbackStore:
                     proposal.proposal_id, proposal.scope_id, proposal.turn_number,
                     proposal.scorer_model, feedback.resolved_at.isoformat(), feedback.resolved_by,
                     json.dumps(feedback.evicted),
-                    json.dumps([e.model_dump() for e in feedback.excluded]),
+                    json.dumps([{"ctx_id": e.ctx_id, "relevance_score": e.relevance_score,
+                                 "exclude_reason": e.exclude_reason} for e in feedback.excluded]),
                 ),
             )
             self._db.executemany(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,3 +58,50 @@ class EvictionFeedback(_Model):
     resolved_by: Literal["llm", "user", "auto"]
     evicted: list[str]
     excluded: list[EvictionExclusion]
+
+
+# The same four records as plain tuples, for the flush hot path (a replay builds
+# hundreds a second). Same field names, so every reader takes either form.
+# Build them only from values that already meet the models' constraints (the
+# harness's own, or outside values checked where they enter: the scorer's
+# relevance scores in Tier 2, the main model's reasons in the keep-back
+# broker); ``to_schema`` gives the validated model.
+
+
+class CandidateRecord(NamedTuple):
+    ctx_id: str
+    zone: ContextZone
+    relevance_score: float
+    age_turns: int
+    token_count: int
+
+
+class ProposalRecord(NamedTuple):
+    proposal_id: str
+    scope_id: str
+    turn_number: int
+    proposed_at: datetime
+    scorer_model: str
+    candidates: tuple[CandidateRecord, ...]
+
+    def to_schema(self) -> EvictionProposal:
+        return EvictionProposal(**{**self._asdict(), "candidates": [c._asdict() for c in self.candidates]})
+
+
+class ExclusionRecord(NamedTuple):
+    ctx_id: str
+    relevance_score: float
+    exclude_reason: str | None = None
+
+
+class FeedbackRecord(NamedTuple):
+    proposal_id: str
+    scope_id: str
+    resolved_at: datetime
+    resolved_by: Literal["llm", "user", "auto"]
+    evicted: tuple[str, ...]
+    excluded: tuple[ExclusionRecord, ...]
+
+    def to_schema(self) -> EvictionFeedback:
+        return EvictionFeedback(**{**self._asdict(), "evicted": list(self.evicted),
+                                   "excluded": [e._asdict() for e in self.excluded]})
