@@ -48,34 +48,43 @@ _COLUMN = {name: i for i, name in enumerate(FEATURES)}
 _LOG_1000 = math.log(1000.0)
 
 
-def _one_hot_table(keys: list, prefix: str, bias: bool) -> np.ndarray:
-    """Row i: the constant part of the features of an item with ``keys[i]``."""
-    table = np.zeros((len(keys), len(FEATURES)))
-    for i, key in enumerate(keys):
-        table[i, _COLUMN["bias"]] = 1.0 if bias else 0.0
-        if key is not None and f"{prefix}{key}" in _COLUMN:
-            table[i, _COLUMN[f"{prefix}{key}"]] = 1.0
-    return table
+class _RowByKind(dict):
+    """kind -> table row; a kind without a feature gets the zone's kind-less row."""
+
+    def __missing__(self, kind: str) -> int:
+        return self[""]
 
 
-# bias + zone one-hot by zone, kind one-hot by kind (row 0: a kind without a feature)
-_ZONE_ROW = {zone: i for i, zone in enumerate(ContextZone)}
-_ZONE_TABLE = _one_hot_table([zone.value for zone in ContextZone], "zone_", bias=True)
-_KINDS = [None, *(name[5:] for name in FEATURES if name.startswith("kind_"))]
-_KIND_ROW = {kind: i for i, kind in enumerate(_KINDS) if kind is not None}
-_KIND_TABLE = _one_hot_table(_KINDS, "kind_", bias=False)
+def _constant_rows() -> tuple[dict[ContextZone, _RowByKind], np.ndarray]:
+    """The constant part of an item's features (bias, zone and kind one-hots):
+    one table row per (zone, kind), plus one per zone for kinds without a feature."""
+    kinds = ["", *(name[5:] for name in FEATURES if name.startswith("kind_"))]
+    rows: dict[ContextZone, _RowByKind] = {}
+    table = np.zeros((len(ContextZone) * len(kinds), len(FEATURES)))
+    for z, zone in enumerate(ContextZone):
+        rows[zone] = _RowByKind()
+        for k, kind in enumerate(kinds):
+            i = rows[zone][kind] = z * len(kinds) + k
+            for name in ("bias", f"zone_{zone.value}", f"kind_{kind}"):
+                if name in _COLUMN:
+                    table[i, _COLUMN[name]] = 1.0
+    return rows, table
+
+
+_CONSTANT_ROW, _CONSTANT_TABLE = _constant_rows()
 
 
 def feature_matrix(items: Sequence[LiveItem], turn: int) -> np.ndarray:
     """One row per item in FEATURES order, built column by column: the constant
-    one-hot part from look-up tables, the rest from one pass over the items."""
+    part from a look-up table, the rest from one pass over the items."""
     if not items:
         return np.zeros((0, len(FEATURES)))
-    zones, kinds, last_refs, tokens, statuses, masked, completed, relevance = zip(*[
-        (it.zone, it.kind, it.last_ref, it.tokens, it.status, it.masked, it.completed_turn, it.relevance)
+    rows, last_refs, tokens, statuses, masked, completed, relevance = zip(*[
+        (_CONSTANT_ROW[it.zone][it.kind], it.last_ref, it.tokens, it.status, it.masked,
+         it.completed_turn, it.relevance)
         for it in items
     ], strict=True)
-    x = _ZONE_TABLE[[_ZONE_ROW[z] for z in zones]] + _KIND_TABLE[[_KIND_ROW.get(k, 0) for k in kinds]]
+    x = _CONSTANT_TABLE[np.array(rows)]
     x[:, _COLUMN["log_age"]] = [math.log1p(max(0, turn - r)) for r in last_refs]  # LiveItem.age
     x[:, _COLUMN["log_tokens"]] = [math.log1p(t) for t in tokens]
     x[:, _COLUMN["log_tokens"]] /= _LOG_1000
