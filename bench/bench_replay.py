@@ -37,6 +37,7 @@ from silas_exp.suites.build import peak_usage
 from silas_exp.suites.generator import generate_session, spec_for
 
 REPO = Path(__file__).resolve().parents[1]
+HORIZON = 20  # the oracle scorer's look-ahead (metrics.horizon)
 
 
 def one_pass(sessions, settings, store_path: str) -> tuple[int, float, float]:
@@ -48,8 +49,9 @@ def one_pass(sessions, settings, store_path: str) -> tuple[int, float, float]:
     for s, truth, budget in sessions:
         oracle = NeedOracle(truth)
         stats = ReplayStats()
-        scorer = build_scorer(settings, ScorerContext(seed=1, namespace=s.session_id,
-                                                      scorer_model="claude-haiku-4-5", llm=llm))
+        scorer = build_scorer(settings, ScorerContext(
+            seed=1, namespace=s.session_id, scorer_model="claude-haiku-4-5", llm=llm,
+            oracle=lambda cid, t, oracle=oracle: oracle.need_score(cid, t, HORIZON)))
         broker = KeepBackBroker(MainModelSettings("claude-sonnet-4-5", "simulated"), llm, store,
                                 s.session_id, 1, oracle.max_grade_within)
         strategy = TwoTierEviction(TwoTierSettings(), budget, PROFILES[s.profile], scorer, broker,
@@ -64,7 +66,8 @@ def one_pass(sessions, settings, store_path: str) -> tuple[int, float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--scorer", default="heuristic")
+    parser.add_argument("--scorer", default="heuristic",
+                        help="a scorer that needs no calibration: heuristic, online, oracle, random")
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3, help="passes; the best one is reported")
