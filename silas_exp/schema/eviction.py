@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections import namedtuple
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,46 +62,34 @@ class EvictionFeedback(_Model):
 
 
 # The same four records as plain tuples, for the flush hot path (a replay builds
-# hundreds a second). Same field names, so every reader takes either form.
-# Build them only from values that already meet the models' constraints (the
-# harness's own, or outside values checked where they enter: the scorer's
-# relevance scores in Tier 2, the main model's reasons in the keep-back
-# broker); ``to_schema`` gives the validated model.
+# hundreds a second). Their fields are the models' fields, so every reader takes
+# either form. Build them only from values that already meet the models'
+# constraints (the harness's own, or outside values checked where they enter:
+# the scorer's relevance scores in Tier 2, the main model's reasons in the
+# keep-back broker); ``to_schema`` gives the validated model.
 
 
-class CandidateRecord(NamedTuple):
-    ctx_id: str
-    zone: ContextZone
-    relevance_score: float
-    age_turns: int
-    token_count: int
+def _tuple_of(model: type[BaseModel]) -> type[tuple]:
+    return namedtuple(f"{model.__name__}Tuple", list(model.model_fields))  # type: ignore[return-value]
 
 
-class ProposalRecord(NamedTuple):
-    proposal_id: str
-    scope_id: str
-    turn_number: int
-    proposed_at: datetime
-    scorer_model: str
-    candidates: tuple[CandidateRecord, ...]
+class CandidateRecord(_tuple_of(EvictionCandidate)):  # type: ignore[misc]
+    __slots__ = ()
+
+
+class ProposalRecord(_tuple_of(EvictionProposal)):  # type: ignore[misc]
+    __slots__ = ()
 
     def to_schema(self) -> EvictionProposal:
         return EvictionProposal(**{**self._asdict(), "candidates": [c._asdict() for c in self.candidates]})
 
 
-class ExclusionRecord(NamedTuple):
-    ctx_id: str
-    relevance_score: float
-    exclude_reason: str | None = None
+class ExclusionRecord(_tuple_of(EvictionExclusion)):  # type: ignore[misc]
+    __slots__ = ()
 
 
-class FeedbackRecord(NamedTuple):
-    proposal_id: str
-    scope_id: str
-    resolved_at: datetime
-    resolved_by: Literal["llm", "user", "auto"]
-    evicted: tuple[str, ...]
-    excluded: tuple[ExclusionRecord, ...]
+class FeedbackRecord(_tuple_of(EvictionFeedback)):  # type: ignore[misc]
+    __slots__ = ()
 
     def to_schema(self) -> EvictionFeedback:
         return EvictionFeedback(**{**self._asdict(), "evicted": list(self.evicted),

@@ -29,7 +29,7 @@ from silas_exp.schema.eviction import (
     (ExclusionRecord, EvictionExclusion), (FeedbackRecord, EvictionFeedback),
 ])
 def test_records_have_the_models_fields(record, model):
-    assert record._fields == tuple(model.model_fields)
+    assert record._fields == tuple(model.model_fields) and record.__slots__ == ()
 
 
 def _items(n=3):
