@@ -57,6 +57,12 @@ class LiveItem:
             facts=tuple(item.facts), text=item.text,
         )
 
+    def __getstate__(self) -> dict:
+        """Copies and pickles start outside any window (their token changes are their own)."""
+        state = dict(self.__dict__)
+        state.pop("_window", None)
+        return state
+
     def age(self, turn: int) -> int:
         """Turns since the item was last referenced (or created)."""
         return max(0, turn - self.last_ref)
