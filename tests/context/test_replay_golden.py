@@ -4,8 +4,10 @@ the feedback store, offline calibration, the circuit breaker's fallback, an
 explicit flush and the shared-candidate scoring the runner does) on generated
 sessions, pinned as one sha256 per run.
 
-The digests were computed before the replay-throughput work; a speed-up must
-leave every one of them unchanged. A digest covers every observation the
+The digests were computed on 24a40c8, before the replay-throughput work; a
+speed-up must leave every one of them unchanged. Floats are compared to the
+last bit, so a different CPU or numpy build could in principle round a dot
+product differently; regenerate only after checking that is the cause. A digest covers every observation the
 replay records (needs, window usage per turn, rankings, candidates, evictions,
 counters, retained text, flush copies), the feedback rows written (less their
 wall-clock timestamps), the model calls' token accounting and the case
