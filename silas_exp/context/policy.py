@@ -18,8 +18,8 @@ from silas_exp.schema.eviction import ContextZone
 def mask_old_tool_results(window: Window, turn: int, budget: TokenBudget) -> int:
     """Replace tool results unused for more than N turns by a short placeholder."""
     saved = 0
-    for it in window:
-        if it.kind == "tool_result" and not it.masked and it.age(turn) > budget.observation_mask_after_turns:
+    for it in window.of_kind("tool_result"):
+        if not it.masked and it.age(turn) > budget.observation_mask_after_turns:
             before = it.tokens
             it.mask()
             saved += before - it.tokens
@@ -29,8 +29,8 @@ def mask_old_tool_results(window: Window, turn: int, budget: TokenBudget) -> int
 def drop_trivial_acks(window: Window, turn: int, budget: TokenBudget) -> list[str]:
     """Evict acknowledgements under ``trivial_ack_tokens`` once their turn is over."""
     dropped = [
-        it.ctx_id for it in window
-        if it.kind == "ack" and it.evictable and it.tokens < budget.trivial_ack_tokens and it.born < turn
+        it.ctx_id for it in window.of_kind("ack")
+        if it.evictable and it.tokens < budget.trivial_ack_tokens and it.born < turn
     ]
     for ctx_id in dropped:
         window.evict(ctx_id)
@@ -40,8 +40,8 @@ def drop_trivial_acks(window: Window, turn: int, budget: TokenBudget) -> list[st
 def deactivate_stale_subscriptions(window: Window, turn: int, budget: TokenBudget) -> int:
     """A subscription untouched for ``subscription_ttl_turns`` stops costing tokens."""
     count = 0
-    for it in window:
-        if it.kind != "subscription" or not it.active:
+    for it in window.of_kind("subscription"):
+        if not it.active:
             continue
         touched = max([it.born, it.last_ref, *[t for t in it.refreshed_turns if t <= turn]])
         if turn - touched >= budget.subscription_ttl_turns:
@@ -68,7 +68,7 @@ def evict_by_zone_policy(
     if usage <= limit:
         return evicted
     pool = sorted(
-        (it for it in window.evictable() if it.zone is zone and it.ctx_id not in protect),
+        (it for it in window.evictable(zone) if it.ctx_id not in protect),
         key=zone_order_key(zone, turn),
     )
     for it in pool:
@@ -89,7 +89,7 @@ def evict_to_total(
     evicted: list[str] = []
     queues = {
         z: sorted(
-            (it for it in window.evictable() if it.zone is z and it.ctx_id not in protect),
+            (it for it in window.evictable(z) if it.ctx_id not in protect),
             key=zone_order_key(z, turn),
         )
         for z in caps

@@ -9,6 +9,7 @@ this turn reactivate; then eviction runs once.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -23,15 +24,23 @@ class NeedOracle:
     oracle scorer and the metrics. Never handed to a real scorer."""
 
     def __init__(self, truth: SessionTruth) -> None:
-        self._refs: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        refs: dict[str, list[tuple[int, int]]] = defaultdict(list)
         for r in truth.references:
-            self._refs[r.ctx_id].append((r.turn, r.grade))
-        for refs in self._refs.values():
-            refs.sort()
+            refs[r.ctx_id].append((r.turn, r.grade))
+        # per ctx_id, the needs sorted by (turn, grade) as two parallel lists (bisect on turns)
+        self._turns: dict[str, list[int]] = {}
+        self._grades: dict[str, list[int]] = {}
+        for ctx_id, pairs in refs.items():
+            pairs.sort()
+            self._turns[ctx_id], self._grades[ctx_id] = map(list, zip(*pairs, strict=True))
 
     def max_grade_within(self, ctx_id: str, turn: int, horizon: int) -> int:
         """Highest grade of any need of ``ctx_id`` in turns (turn, turn + horizon]."""
-        return max((g for t, g in self._refs.get(ctx_id, ()) if turn < t <= turn + horizon), default=0)
+        turns = self._turns.get(ctx_id)
+        if turns is None:
+            return 0
+        lo, hi = bisect_right(turns, turn), bisect_right(turns, turn + horizon)
+        return max(self._grades[ctx_id][lo:hi], default=0)
 
     def need_score(self, ctx_id: str, turn: int, horizon: int) -> float:
         """The reference ceiling's relevance in [0, 1]: the highest grade needed
@@ -42,10 +51,14 @@ class NeedOracle:
 
     def discounted_need(self, ctx_id: str, turn: int, horizon: int = 30) -> float:
         """Future need in [0, 1]: grade/3 of the next need, discounted by distance."""
-        for t, g in self._refs.get(ctx_id, ()):
-            if t > turn:
-                return (g / 3.0) * max(0.0, 1.0 - (t - turn - 1) / (2 * horizon))
-        return 0.0
+        turns = self._turns.get(ctx_id)
+        if turns is None:
+            return 0.0
+        i = bisect_right(turns, turn)
+        if i == len(turns):
+            return 0.0
+        t, g = turns[i], self._grades[ctx_id][i]
+        return (g / 3.0) * max(0.0, 1.0 - (t - turn - 1) / (2 * horizon))
 
 
 Step = Callable[[Window, int], None]
@@ -77,8 +90,8 @@ def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudge
             if it is not None:
                 it.last_ref = turn
             stats.needs.append(NeedEvent(turn, ref.ctx_id, ref.grade, served))
-        for it in window:
-            if it.kind == "subscription" and turn in it.refreshed_turns:
+        for it in window.of_kind("subscription"):
+            if turn in it.refreshed_turns:
                 it.restore()
                 it.last_ref = turn
         step(window, turn)

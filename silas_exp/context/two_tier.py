@@ -15,7 +15,6 @@ ceiling: keep-backs cannot hold usage above it.
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -33,8 +32,51 @@ from silas_exp.context.policy import (
 from silas_exp.context.stats import Flush, Ranking, ReplayStats
 from silas_exp.context.strategies import StrategySettings
 from silas_exp.context.window import LiveItem, Window
-from silas_exp.schema.eviction import ContextZone, EvictionCandidate, EvictionProposal
+from silas_exp.schema.eviction import (
+    CandidateRecord,
+    ContextZone,
+    EvictionCandidate,
+    ProposalRecord,
+)
 from silas_exp.scorers.base import Scorer, ScorerUnavailable
+
+
+def keep_first(scores: dict[str, float]) -> tuple[str, ...]:
+    """ctx_ids by descending score, ties by ctx_id: two stable sorts on plain keys
+    (the same order as one sort on (-score, ctx_id), which NaN scores fall back to)."""
+    if any(s != s for s in scores.values()):
+        return tuple(sorted(scores, key=lambda c: (-scores[c], c)))
+    negated = {c: -s for c, s in scores.items()}
+    return tuple(sorted(sorted(scores), key=negated.__getitem__))
+
+
+def eviction_units(items: list[LiveItem], scores: dict[str, float]) -> list[list[LiveItem]]:
+    """Coherence groups (an item without a group is its own), least relevant
+    first: by the group's highest score, then by its first ctx_id."""
+    groups: dict[str, list[LiveItem]] = {}
+    best: dict[str, float] = {}
+    for it in items:
+        key, score = it.group or it.ctx_id, scores[it.ctx_id]
+        if key in groups:
+            groups[key].append(it)
+            if score > best[key]:  # as max() compares
+                best[key] = score
+        else:
+            groups[key], best[key] = [it], score
+    order = sorted(groups, key=lambda k: (best[k], groups[k][0].ctx_id))
+    return [groups[k] for k in order]
+
+
+def candidate_records(chosen: list[LiveItem], scores: dict[str, float],
+                      turn: int) -> tuple[CandidateRecord, ...]:
+    """A proposal's candidates. Their scores come from the scorer, from outside
+    the harness: one that is not a float in [0, 1] goes through the schema
+    model, which coerces it (an int) or raises its validation error."""
+    records = tuple(CandidateRecord(i.ctx_id, i.zone, scores[i.ctx_id], i.age(turn), i.tokens)
+                    for i in chosen)
+    if all(type(c.relevance_score) is float and 0.0 <= c.relevance_score <= 1.0 for c in records):
+        return records
+    return tuple(CandidateRecord(**EvictionCandidate(**c._asdict()).model_dump()) for c in records)
 
 
 class TwoTierSettings(StrategySettings):
@@ -57,14 +99,17 @@ class TwoTierEviction:
         self.broker, self.stats, self.scope_id = broker, stats, scope_id
         self._failures = 0
         self._open_until = -1
+        self._caps_by_system: dict[int, dict[ContextZone, int]] = {}
         seed = int(hashlib.sha256(scope_id.encode()).hexdigest()[:8], 16)
         self._rng = np.random.default_rng(seed)
 
     # -- tier 1 ---------------------------------------------------------------
     def _caps(self, window: Window) -> dict[ContextZone, int]:
         system = window.zone_usage(ContextZone.SYSTEM)
-        return {z: int(b * self.s.zone_cap_factor) for z, b in
-                zone_budgets(self.shares, self.budget, system).items()}
+        if system not in self._caps_by_system:  # the caps move only with the system zone
+            self._caps_by_system[system] = {z: int(b * self.s.zone_cap_factor) for z, b in
+                                            zone_budgets(self.shares, self.budget, system).items()}
+        return dict(self._caps_by_system[system])
 
     def tier1(self, window: Window, turn: int) -> None:
         st = self.stats
@@ -107,13 +152,8 @@ class TwoTierEviction:
         if scores is None:
             self._fallback(window, turn)
             return
-        self.stats.rankings.append(
-            Ranking(turn, tuple(sorted(scores, key=lambda c: (-scores[c], c))))
-        )
-        groups: dict[str, list[LiveItem]] = defaultdict(list)
-        for it in items:
-            groups[it.group or it.ctx_id].append(it)
-        units = sorted(groups.values(), key=lambda g: (max(scores[i.ctx_id] for i in g), g[0].ctx_id))
+        self.stats.rankings.append(Ranking(turn, keep_first(scores)))
+        units = eviction_units(items, scores)
         need = window.usage() - int(self.budget.evict_to_pct * self.budget.total)
         chosen: list[LiveItem] = []
         taken = 0
@@ -127,16 +167,10 @@ class TwoTierEviction:
             for unit in units[taken:]:
                 if self._rng.random() < self.s.explore_rate:
                     chosen += unit
-        proposal = EvictionProposal(
+        proposal = ProposalRecord(
             # deterministic id: reruns of a job reproduce every proposal exactly
-            proposal_id=f"{self.scope_id}:{turn}:{self.stats.proposals}", scope_id=self.scope_id,
-            turn_number=turn,
-            proposed_at=datetime.now(UTC), scorer_model=self.scorer.model_id,
-            candidates=[
-                EvictionCandidate(ctx_id=i.ctx_id, zone=i.zone, relevance_score=scores[i.ctx_id],
-                                  age_turns=i.age(turn), token_count=i.tokens)
-                for i in chosen
-            ],
+            f"{self.scope_id}:{turn}:{self.stats.proposals}", self.scope_id, turn, datetime.now(UTC),
+            self.scorer.model_id, candidate_records(chosen, scores, turn),
         )
         self.stats.proposals += 1
         excluded: frozenset[str] = frozenset()

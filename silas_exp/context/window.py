@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from silas_exp.context.budget import count_tokens, item_tokens
 from silas_exp.schema.eviction import ContextZone
@@ -14,7 +16,12 @@ MASK_TEMPLATE = "[{tool} result masked: {status}, {tokens} tokens]"
 
 @dataclass
 class LiveItem:
-    """One block in the window. Everything here is visible to scorers."""
+    """One block in the window. Everything here is visible to scorers.
+
+    ``tokens`` is a property (see below): setting it keeps the totals of the
+    window holding the item exact."""
+
+    _window = None  # the Window holding the item (not a field: copies start outside any window)
 
     ctx_id: str
     zone: ContextZone
@@ -50,6 +57,12 @@ class LiveItem:
             facts=tuple(item.facts), text=item.text,
         )
 
+    def __getstate__(self) -> dict:
+        """Copies and pickles start outside any window (their token changes are their own)."""
+        state = dict(self.__dict__)
+        state.pop("_window", None)
+        return state
+
     def age(self, turn: int) -> int:
         """Turns since the item was last referenced (or created)."""
         return max(0, turn - self.last_ref)
@@ -82,11 +95,57 @@ class LiveItem:
         return self.zone is not ContextZone.SYSTEM and not self.pinned
 
 
+def _get_tokens(item: LiveItem) -> int:
+    return item._tokens
+
+
+def _set_tokens(item: LiveItem, value: int) -> None:
+    if item._window is not None:
+        item._window._resized(item, value - item._tokens)
+    item._tokens = value
+
+
+# An item's tokens change in place (masking, deactivation, restore, or a
+# strategy's own edits); the window holding it is told each time, so its
+# running totals never need a recount.
+LiveItem.tokens = property(_get_tokens, _set_tokens)  # type: ignore[assignment]
+
+
+class _Groups:
+    """Live items grouped by one attribute (kind, zone), each group in window order."""
+
+    def __init__(self, attribute: str) -> None:
+        self._key = attrgetter(attribute)
+        self._groups: dict[object, dict[str, LiveItem]] = defaultdict(dict)
+
+    def add(self, item: LiveItem) -> None:
+        self._groups[self._key(item)][item.ctx_id] = item
+
+    def remove(self, item: LiveItem) -> None:
+        del self._groups[self._key(item)][item.ctx_id]
+
+    def rebuild(self, items: Iterable[LiveItem]) -> None:
+        self._groups.clear()
+        for it in items:
+            self.add(it)
+
+    def members(self, value: object) -> list[LiveItem]:
+        group = self._groups.get(value)
+        return list(group.values()) if group else []
+
+
 class Window:
-    """Ordered map of live items plus the store of evicted ones (they go to memory)."""
+    """Ordered map of live items plus the store of evicted ones (they go to memory).
+
+    Keeps running token totals (overall and per zone) and the items grouped by
+    kind and by zone in window order, so usage costs O(1) and a look-up by kind
+    or zone visits only that group."""
 
     def __init__(self) -> None:
         self._items: dict[str, LiveItem] = {}
+        self._by_kind, self._by_zone = _Groups("kind"), _Groups("zone")
+        self._zone_tokens: dict[ContextZone, int] = defaultdict(int)
+        self._total = 0
         self.evicted: dict[str, LiveItem] = {}
 
     def __contains__(self, ctx_id: str) -> bool:
@@ -101,11 +160,34 @@ class Window:
     def get(self, ctx_id: str) -> LiveItem | None:
         return self._items.get(ctx_id)
 
+    def of_kind(self, kind: str) -> list[LiveItem]:
+        """The items of one kind, in window order."""
+        return self._by_kind.members(kind)
+
+    def _resized(self, item: LiveItem, delta: int) -> None:
+        self._total += delta
+        self._zone_tokens[item.zone] += delta
+
     def add(self, item: LiveItem) -> None:
+        old = self._items.get(item.ctx_id)
         self._items[item.ctx_id] = item
+        if old is None:
+            self._by_kind.add(item)
+            self._by_zone.add(item)
+        else:  # same ctx_id again: the new item takes the old one's place
+            self._resized(old, -old.tokens)
+            old._window = None
+            self._by_kind.rebuild(self._items.values())
+            self._by_zone.rebuild(self._items.values())
+        item._window = self
+        self._resized(item, item.tokens)
 
     def evict(self, ctx_id: str) -> LiveItem:
         item = self._items.pop(ctx_id)
+        self._by_kind.remove(item)
+        self._by_zone.remove(item)
+        self._resized(item, -item.tokens)
+        item._window = None
         self.evicted[ctx_id] = item
         return item
 
@@ -114,14 +196,16 @@ class Window:
         item = self.evicted.pop(ctx_id)
         item.restore()
         item.last_ref = turn
-        self._items[ctx_id] = item
+        self.add(item)
         return item
 
     def usage(self) -> int:
-        return sum(it.tokens for it in self._items.values())
+        return self._total
 
     def zone_usage(self, zone: ContextZone) -> int:
-        return sum(it.tokens for it in self._items.values() if it.zone is zone)
+        return self._zone_tokens[zone]
 
-    def evictable(self) -> list[LiveItem]:
-        return [it for it in self._items.values() if it.evictable and it.tokens > 0]
+    def evictable(self, zone: ContextZone | None = None) -> list[LiveItem]:
+        """Evictable items holding tokens, in window order (of one zone if given)."""
+        items = self._items.values() if zone is None else self._by_zone.members(zone)
+        return [it for it in items if it._tokens > 0 and it.evictable]  # _tokens: no property call

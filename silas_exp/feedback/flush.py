@@ -28,7 +28,12 @@ from silas_exp.errors import LLMError
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm.base import LLMRequest, Message
 from silas_exp.llm.simulated import register_responder
-from silas_exp.schema.eviction import EvictionExclusion, EvictionFeedback, EvictionProposal
+from silas_exp.schema.eviction import (
+    EvictionExclusion,
+    ExclusionRecord,
+    FeedbackRecord,
+    ProposalRecord,
+)
 from silas_exp.scorers.features import feature_matrix
 
 KEEPBACK_SCHEMA = {
@@ -69,7 +74,7 @@ class MainModelSettings:
 
 @dataclass
 class FlushOutcome:
-    feedback: EvictionFeedback
+    feedback: FeedbackRecord
     excluded: frozenset[str]
     latency_ms: float
 
@@ -89,7 +94,7 @@ class KeepBackBroker:
         rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
         return float(self.s.latency_median_ms * math.exp(rng.normal(0.0, self.s.latency_sigma)))
 
-    def resolve(self, proposal: EvictionProposal, items: Mapping[str, LiveItem], turn: int,
+    def resolve(self, proposal: ProposalRecord, items: Mapping[str, LiveItem], turn: int,
                 goal: str = "") -> FlushOutcome:
         lines = [
             f"{c.ctx_id} | score={c.relevance_score:.2f} | {' '.join(items[c.ctx_id].snippet.split())[:80]}"
@@ -120,18 +125,29 @@ class KeepBackBroker:
                 excluded = {cid: reasons.get(cid) for cid in response.data["exclude_ctx_ids"] if cid in known}
         except LLMError:
             resolved_by = "auto"  # no usable answer in time: evict all candidates
-        scores = {c.ctx_id: c.relevance_score for c in proposal.candidates}
-        feedback = EvictionFeedback(
-            proposal_id=proposal.proposal_id, scope_id=proposal.scope_id,
-            resolved_at=datetime.now(UTC), resolved_by=resolved_by,
-            evicted=[c.ctx_id for c in proposal.candidates if c.ctx_id not in excluded],
-            excluded=[EvictionExclusion(ctx_id=cid, relevance_score=scores[cid], exclude_reason=why)
-                      for cid, why in excluded.items()],
-        )
+        feedback = feedback_record(proposal, resolved_by, excluded)
         cand_items: Sequence[LiveItem] = [items[c.ctx_id] for c in proposal.candidates]
         self.store.record(proposal, feedback, [it.kind for it in cand_items],
                           feature_matrix(cand_items, turn))
         return FlushOutcome(feedback, frozenset(excluded), latency)
+
+
+def feedback_record(proposal: ProposalRecord, resolved_by: str,
+                    excluded: Mapping[str, str | None]) -> FeedbackRecord:
+    """How a proposal was resolved. The reasons come from the main model, from
+    outside the harness: one that is not text goes through the schema model,
+    which coerces it or raises its validation error."""
+    scores = {c.ctx_id: c.relevance_score for c in proposal.candidates}
+    if all(why is None or type(why) is str for why in excluded.values()):
+        exclusions = tuple(ExclusionRecord(cid, scores[cid], why) for cid, why in excluded.items())
+    else:
+        exclusions = tuple(ExclusionRecord(**EvictionExclusion(
+            ctx_id=cid, relevance_score=scores[cid], exclude_reason=why).model_dump())
+            for cid, why in excluded.items())
+    return FeedbackRecord(
+        proposal.proposal_id, proposal.scope_id, datetime.now(UTC), resolved_by,  # type: ignore[arg-type]
+        tuple(c.ctx_id for c in proposal.candidates if c.ctx_id not in excluded), exclusions,
+    )
 
 
 @register_responder("keepback")

@@ -13,7 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from silas_exp.schema.eviction import EvictionFeedback, EvictionProposal
+from silas_exp.schema.eviction import (
+    EvictionFeedback,
+    EvictionProposal,
+    FeedbackRecord,
+    ProposalRecord,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS eviction_feedback (
@@ -57,6 +62,17 @@ class FeedbackDataset:
         return len(self.y)
 
 
+def json_rows(matrix: np.ndarray) -> list[str]:
+    """``[json.dumps(row.tolist()) for row in matrix]`` with one encoder call: the
+    rows of the encoded matrix are exactly the pieces between ``[[``, ``], [``
+    and ``]]`` (numbers never contain brackets)."""
+    if len(matrix) == 0:
+        return []
+    if matrix.shape[1] == 0:
+        return ["[]"] * len(matrix)
+    return [f"[{part}]" for part in json.dumps(matrix.tolist())[2:-2].split("], [")]
+
+
 class FeedbackStore:
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
@@ -72,8 +88,8 @@ class FeedbackStore:
 
     def record(
         self,
-        proposal: EvictionProposal,
-        feedback: EvictionFeedback,
+        proposal: ProposalRecord | EvictionProposal,
+        feedback: FeedbackRecord | EvictionFeedback,
         kinds: Sequence[str],
         feature_rows: np.ndarray,
     ) -> None:
@@ -85,7 +101,8 @@ class FeedbackStore:
                     proposal.proposal_id, proposal.scope_id, proposal.turn_number,
                     proposal.scorer_model, feedback.resolved_at.isoformat(), feedback.resolved_by,
                     json.dumps(feedback.evicted),
-                    json.dumps([e.model_dump() for e in feedback.excluded]),
+                    json.dumps([{"ctx_id": e.ctx_id, "relevance_score": e.relevance_score,
+                                 "exclude_reason": e.exclude_reason} for e in feedback.excluded]),
                 ),
             )
             self._db.executemany(
@@ -93,10 +110,10 @@ class FeedbackStore:
                 [
                     (
                         proposal.proposal_id, rank, c.ctx_id, c.zone.value, kind, c.relevance_score,
-                        c.age_turns, c.token_count, json.dumps(row.tolist()), int(c.ctx_id in excluded),
+                        c.age_turns, c.token_count, row, int(c.ctx_id in excluded),
                     )
                     for rank, (c, kind, row) in enumerate(
-                        zip(proposal.candidates, kinds, feature_rows, strict=True)
+                        zip(proposal.candidates, kinds, json_rows(feature_rows), strict=True)
                     )
                 ],
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import namedtuple
 from datetime import datetime
 from enum import StrEnum
 from typing import Literal
@@ -58,3 +59,38 @@ class EvictionFeedback(_Model):
     resolved_by: Literal["llm", "user", "auto"]
     evicted: list[str]
     excluded: list[EvictionExclusion]
+
+
+# The same four records as plain tuples, for the flush hot path (a replay builds
+# hundreds a second). Their fields are the models' fields, so every reader takes
+# either form. Build them only from values that already meet the models'
+# constraints (the harness's own, or outside values checked where they enter:
+# the scorer's relevance scores in Tier 2, the main model's reasons in the
+# keep-back broker); ``to_schema`` gives the validated model.
+
+
+def _tuple_of(model: type[BaseModel]) -> type[tuple]:
+    return namedtuple(f"{model.__name__}Tuple", list(model.model_fields))  # type: ignore[return-value]
+
+
+class CandidateRecord(_tuple_of(EvictionCandidate)):  # type: ignore[misc]
+    __slots__ = ()
+
+
+class ProposalRecord(_tuple_of(EvictionProposal)):  # type: ignore[misc]
+    __slots__ = ()
+
+    def to_schema(self) -> EvictionProposal:
+        return EvictionProposal(**{**self._asdict(), "candidates": [c._asdict() for c in self.candidates]})
+
+
+class ExclusionRecord(_tuple_of(EvictionExclusion)):  # type: ignore[misc]
+    __slots__ = ()
+
+
+class FeedbackRecord(_tuple_of(EvictionFeedback)):  # type: ignore[misc]
+    __slots__ = ()
+
+    def to_schema(self) -> EvictionFeedback:
+        return EvictionFeedback(**{**self._asdict(), "evicted": list(self.evicted),
+                                   "excluded": [e._asdict() for e in self.excluded]})

@@ -97,3 +97,28 @@ def test_system_items_never_evicted():
                item("c", tokens=100))
     evict_to_total(w, target=0, caps={Z.CHRONICLE: 1, Z.MEMORY: 1, Z.WORKSPACE: 1}, turn=1)
     assert "sys" in w and "c" not in w
+
+
+def test_window_totals_follow_every_token_change():
+    import copy
+    import pickle
+    from dataclasses import replace
+
+    a, b = item("a", kind="tool_result", tokens=300), item("b", zone=Z.MEMORY, tokens=50)
+    w = window(a, b)
+    assert (w.usage(), w.zone_usage(Z.CHRONICLE), w.zone_usage(Z.MEMORY)) == (350, 300, 50)
+    a.mask()
+    assert w.usage() == a.tokens + 50 and w.zone_usage(Z.CHRONICLE) == a.tokens
+    a.tokens = 7  # a strategy's own edit
+    assert w.usage() == 57
+    for twin in (copy.copy(a), replace(a), pickle.loads(pickle.dumps(a))):
+        twin.tokens = 1000  # copies are outside the window
+        assert w.usage() == 57
+    w.evict("a")
+    a.restore()
+    assert w.usage() == 50 and w.zone_usage(Z.CHRONICLE) == 0
+    w.retrieve("a", turn=3)
+    assert w.usage() == 350 and [it.ctx_id for it in w.of_kind("tool_result")] == ["a"]
+    w.add(item("a", kind="ack", tokens=5))  # the same ctx_id again replaces the item
+    assert w.usage() == 55 and w.of_kind("tool_result") == [] and len(w.of_kind("ack")) == 1
+    assert [it.ctx_id for it in w.evictable(Z.MEMORY)] == ["b"]
