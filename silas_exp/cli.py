@@ -108,7 +108,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_generate_suite(args: argparse.Namespace) -> int:
     from silas_exp.suites.scale import write_scale_suite
 
-    out = write_scale_suite(args.cases, Path(args.out), args.seed)
+    out = write_scale_suite(args.cases, Path(args.out), args.seed, args.median_turns)
     print(f"wrote {out}: {args.cases} evaluation + 8 calibration case(s)")
     print(f"next: python -m silas_exp suite.path={out} suite.name={out.name}")
     return 0
@@ -168,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "cases; deterministic in (N, seed).")
     p.add_argument("--cases", type=int, required=True, metavar="N")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--median-turns", type=int, default=120, help="median session length")
     p.add_argument("--out", default="data/benchmarks",
                    help="folder to write scale-<N> into (default: data/benchmarks, which git ignores)")
     p.set_defaults(func=cmd_generate_suite)

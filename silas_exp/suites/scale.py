@@ -23,30 +23,36 @@ CALIBRATION = tuple(CaseMix(f, 80, 2.0, "calibration")
                     for f in ("coding", "debugging", "research", "support") for _ in range(2))
 
 
-def scale_mix(index: int, seed: int) -> CaseMix:
-    """Case ``index``: a flavour, a fill level and a session length around 120
-    turns (log-normal, 30 to 400 turns), drawn from (seed, index) alone."""
+def scale_mix(index: int, seed: int, median_turns: int = MEDIAN_TURNS) -> CaseMix:
+    """Case ``index``: a flavour, a fill level and a session length around
+    ``median_turns`` (log-normal, clipped to 30..400 turns), drawn from (seed,
+    index) alone."""
     rng = np.random.default_rng([seed, index])
-    turns = int(np.clip(round(MEDIAN_TURNS * float(np.exp(rng.normal(0.0, TURNS_SIGMA)))),
+    turns = int(np.clip(round(median_turns * float(np.exp(rng.normal(0.0, TURNS_SIGMA)))),
                         MIN_TURNS, MAX_TURNS))
     return CaseMix(FLAVOURS[int(rng.integers(len(FLAVOURS)))], turns,
                    FILLS[int(rng.integers(len(FILLS)))])
 
 
-def scale_recipe(cases: int, seed: int = 0) -> SuiteRecipe:
+def scale_name(cases: int, median_turns: int = MEDIAN_TURNS) -> str:
+    return f"scale-{cases}" + ("" if median_turns == MEDIAN_TURNS else f"-t{median_turns}")
+
+
+def scale_recipe(cases: int, seed: int = 0, median_turns: int = MEDIAN_TURNS) -> SuiteRecipe:
     if cases < 1:
         raise ConfigError(f"--cases must be at least 1 (got {cases}); pass the number of "
                           "evaluation cases the suite should hold")
     return SuiteRecipe(
-        name=f"scale-{cases}", version="1.0.0", seed=seed,
+        name=scale_name(cases, median_turns), version="1.0.0", seed=seed,
         description=f"{cases} generated sessions for scale checks (silas_exp.suites.scale): "
-                    "default-suite flavours and fill levels, 30 to 400 turns (median 120), "
-                    "plus 8 calibration cases.",
-        mix=tuple(scale_mix(i, seed) for i in range(cases)) + CALIBRATION,
+                    f"default-suite flavours and fill levels, {MIN_TURNS} to {MAX_TURNS} turns "
+                    f"(median {median_turns}), plus 8 calibration cases.",
+        mix=tuple(scale_mix(i, seed, median_turns) for i in range(cases)) + CALIBRATION,
         scorer_target=True, mask_after=20, pass_threshold=0.7,
     )
 
 
-def write_scale_suite(cases: int, root: Path, seed: int = 0) -> Path:
-    """Write the suite to ``root/scale-<cases>`` and return that folder."""
-    return write_suite(scale_recipe(cases, seed), root)
+def write_scale_suite(cases: int, root: Path, seed: int = 0,
+                      median_turns: int = MEDIAN_TURNS) -> Path:
+    """Write the suite to ``root/<scale_name>`` and return that folder."""
+    return write_suite(scale_recipe(cases, seed, median_turns), root)
