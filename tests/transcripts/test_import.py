@@ -31,10 +31,10 @@ def test_import_every_format_into_one_loadable_suite(tmp_path):
     r = silas_exp("import", *map(str, sorted(FIX.iterdir())), "--out", str(out), "--opt-in")
     assert r.returncode == 0, r.stderr
     loaded = load_suite(out)
-    modes = {c.case_id: c.expected.mode for c in loaded.suite.cases}
+    modes = {c.case_id: c.expected.mode for c in loaded.cases}
     assert modes["claude_code_session-replay"] == "metric_threshold"
     assert modes["claude_code_session-probes"] == "llm_judge"
-    assert {c.source for c in loaded.suite.cases} == {"organic"}
+    assert {c.source for c in loaded.cases} == {"organic"}
     assert loaded.suite.metadata["opt_in"].startswith("confirmed with --opt-in by ")
     report = json.loads((out / "import_report.json").read_text())
     cc = FIX / "claude_code_session.jsonl"
