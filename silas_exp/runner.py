@@ -31,7 +31,7 @@ from silas_exp.feedback.calibration import (
     ExclusionRates,
     Rate,
     calibrate,
-    exclusion_rates,
+    stored_exclusion_rates,
 )
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import FeedbackStore
@@ -435,9 +435,9 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
     if runner.probe_rows:
         (out_dir / PROBE_TABLE).write_text(json.dumps(runner.probe_rows, indent=1))
         metrics.update(run_probe_metrics(runner.probe_rows, cfg.judge))
-    data = store.dataset()
-    if len(data):
-        metrics.update(exclusion_rates(data).as_metrics())
+    rates = stored_exclusion_rates(store)
+    if rates.overall.n:
+        metrics.update(rates.as_metrics())
     if calibration is not None:
         metrics["calibration.candidates"] = float(calibration.n_candidates)
         metrics["calibration.guidance_lines"] = float(len(calibration.guidance))
