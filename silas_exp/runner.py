@@ -14,6 +14,7 @@ import os
 import time
 import traceback
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -165,12 +166,13 @@ class _CaseRunner:
         this case (same seed and namespace as every variant of this repeat),
         recorded once per process and shared by every variant."""
         key = self._reference_key(case)
-        if key not in _REFERENCES:
-            runner = _CaseRunner(self.cfg, self.job, self.loaded, self.llm, FeedbackStore())
-            stats, _, _ = runner.replay_case(case, self._control_scorer(), None, record=True)
-            runner.store.close()
-            _REFERENCES[key] = stats.flush_log or []
-        return _REFERENCES[key]
+        if key in _REFERENCES:
+            _REFERENCES.move_to_end(key)
+            return _REFERENCES[key]
+        runner = _CaseRunner(self.cfg, self.job, self.loaded, self.llm, FeedbackStore())
+        stats, _, _ = runner.replay_case(case, self._control_scorer(), None, record=True)
+        runner.store.close()
+        return _remember_reference(key, stats.flush_log or [])
 
     def probe_case(self, case: BenchmarkCase, calibration: Calibration | None) -> dict[str, float]:
         """A compression-probe case (``expected.mode == "llm_judge"``)."""
@@ -202,7 +204,7 @@ class _CaseRunner:
         if self._scores_candidates() and self._is_control():
             # the control's own proposals are the shared set: record them, score them as made
             stats, oracle, _ = self.replay_case(case, self.cfg.scorer, calibration, record=True)
-            _REFERENCES[self._reference_key(case)] = stats.flush_log or []
+            _remember_reference(self._reference_key(case), stats.flush_log or [])
             # candidate_scores holds the scores of these same proposals, in order
             kept = [k for f in stats.flush_log or () for k in f.kept]
             shared = {"feedback.exclusion_auc": roc_auc(stats.candidate_scores, kept)
@@ -271,7 +273,19 @@ class _CaseRunner:
         )
 
 
-_REFERENCES: dict[str, list[Flush]] = {}
+# the control's flush logs, most recently used last: the variants of a sweep that
+# runs in one process reuse them; beyond REFERENCE_CASES (a large suite) the
+# oldest go and are replayed again when asked (deterministic, as in another process)
+REFERENCE_CASES = 256
+_REFERENCES: OrderedDict[str, list[Flush]] = OrderedDict()
+
+
+def _remember_reference(key: str, flushes: list[Flush]) -> list[Flush]:
+    _REFERENCES[key] = flushes
+    _REFERENCES.move_to_end(key)
+    while len(_REFERENCES) > REFERENCE_CASES:
+        _REFERENCES.popitem(last=False)
+    return flushes
 
 
 def summarize(results: list[BenchmarkResult], cases: list[BenchmarkCase]) -> BenchmarkSummary:
