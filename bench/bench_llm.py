@@ -1,7 +1,7 @@
 """LLM layer against the local Messages API server (real SDK, real HTTP).
 
     python bench/bench_llm.py [--requests 640] [--latency 0.2] [--connections 32]
-                              [--sweep "suite=default scorer=prompt repeats=1"]
+                              [--sweep "suite=default scorer=prompt repeats=1"] [--quick]
 
 1. Throughput: ``complete_many`` of N structured-output requests with
    ``llm.max_connections=32`` against a server answering in 200 ms.
@@ -10,7 +10,8 @@
    0 API calls and is >= 10x faster (wall time of the command, and time spent
    in jobs as Hydra's job logs report it).
 
-Writes bench/results/llm.json.
+``--quick`` (CI smoke): 64 requests at 20 ms over 8 connections, and the
+smoke suite's first case as the sweep. Writes bench/results/llm.json.
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ def sweep_twice(sweep_args: list[str], latency: float) -> dict:
             wall = time.perf_counter() - t0
             if proc.returncode != 0:
                 raise SystemExit(f"{label} sweep failed:\n{proc.stderr[-2000:]}")
-            job_s = sum(float(x) for x in re.findall(r"\(([\d.]+)s\) ->", proc.stdout))
+            # "[job 0] scorer=prompt#r0: ... (1.2s) [1/2 done, ~2 s left] -> folder"
+            job_s = sum(float(x) for x in re.findall(r"\(([\d.]+)s\)(?: \[[^]]*\])? ->", proc.stdout))
             out[label] = {"wall_s": round(wall, 2), "job_s": round(job_s, 2),
                           "api_calls": srv.message_requests - before}
     out["speedup_wall"] = round(out["first"]["wall_s"] / out["rerun"]["wall_s"], 1)
@@ -104,7 +106,12 @@ def main() -> None:
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--sweep", default="suite=default scorer=prompt repeats=1")
     ap.add_argument("--skip-sweep", action="store_true")
+    ap.add_argument("--quick", action="store_true",
+                    help="64 requests, 20 ms latency, 8 connections, a one-case smoke sweep")
     args = ap.parse_args()
+    if args.quick:
+        args.requests, args.latency, args.connections = 64, 0.02, 8
+        args.sweep = "suite=smoke scorer=prompt repeats=1 suite.max_cases=1"
     result: dict = {}
     # constant latency keeps all 32 answers in lock-step, so the client's own
     # CPU per answer (~2 ms in SDK + httpx) queues up once per wave; real

@@ -25,6 +25,7 @@ from silas_exp.config import ExperimentConfig, validate
 from silas_exp.errors import ConfigError, SilasExpError, SuiteError
 from silas_exp.exitstate import STATE
 from silas_exp.progress import progress_note
+from silas_exp.records import RESULT_FILE, job_record, read_record, write_record
 from silas_exp.runner import JobOutcome, calibration_to_json, make_job, run_job
 from silas_exp.suites.loader import load_suite
 from silas_exp.tracking.jobs import (
@@ -54,12 +55,10 @@ def report(exc: BaseException, what: str) -> None:
 
 def _write_result(out_dir: Path, variant: str, repeat: int, outcome: JobOutcome | None,
                   error: str | None) -> None:
-    data = {"variant": variant, "repeat": repeat, "status": "failed" if error else "finished",
-            "error": error, "metrics": outcome.metrics if outcome else {},
-            "suite_version": outcome.suite_version if outcome else None,
-            "run": outcome.run.model_dump(mode="json") if outcome else None}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "result.json").write_text(json.dumps(data, indent=1, allow_nan=True))
+    write_record(out_dir, job_record(
+        variant, repeat, "failed" if error else "finished", error,
+        outcome.metrics if outcome else {}, outcome.suite_version if outcome else None,
+        outcome.run if outcome else None))
     if outcome is not None and outcome.calibration is not None:
         (out_dir / "calibration.json").write_text(
             json.dumps(calibration_to_json(outcome.calibration), indent=1))
@@ -69,10 +68,13 @@ def _write_skipped(out_dir: Path, store, run) -> None:
     """A job finished by an earlier, interrupted invocation: bring its logged
     result into this sweep's folder so the end-of-sweep summary sees it."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = store.download_artifact(run.info.run_id, "result.json", out_dir / ".resumed")
-    data = json.loads(Path(path).read_text())
+    path = store.download_artifact(run.info.run_id, RESULT_FILE, out_dir / ".resumed")
+    data = read_record(Path(path))
+    if data.get("results_file"):
+        results = store.download_artifact(run.info.run_id, data["results_file"], out_dir / ".resumed")
+        Path(results).replace(out_dir / data["results_file"])
     data["resumed_from"] = run.info.run_id
-    (out_dir / "result.json").write_text(json.dumps(data, indent=1))
+    write_record(out_dir, data)
 
 
 def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], multirun: bool,
@@ -108,7 +110,7 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
         if outcome is not None:  # computed but not tracked: keep the result on disk
-            error = f"tracking failed, result kept in {out_dir / 'result.json'}: {error}"
+            error = f"tracking failed, result kept in {out_dir / RESULT_FILE}: {error}"
         _write_result(out_dir, variant, job.repeat, outcome, error)
         if not multirun or cfg.fail_fast:
             raise
@@ -126,7 +128,7 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     progress = ""
     if sweep is not None:
         progress = f" [{progress_note(out_dir.parent, sweep.jobs_total, sweep.started_at, time.time())}]"
-    print(f"{label}: {len(outcome.run.results)} cases, pass {summary.pass_rate:.0%}, "
+    print(f"{label}: {outcome.cases} cases, pass {summary.pass_rate:.0%}, "
           f"{cfg.metrics.optimize}={value:.3f} ({time.perf_counter() - t0:.1f}s){progress} "
           f"-> {out_dir}", flush=True)
     if outcome.metrics.get("probe.empty_summaries", 0) > 0:
@@ -134,7 +136,7 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
               f"{outcome.metrics['probe.empty_summaries']:.2f} per case), so they compressed like "
               "truncate: the dropped items show no fact a summary would keep", flush=True)
     if not multirun:
-        print(f"results: {out_dir / 'result.json'}")
+        print(f"results: {out_dir / RESULT_FILE} (per case: {outcome.results_path})")
         if store is not None:
             print(f"mlflow ui --backend-store-uri {cfg.tracking.uri}")
     return value

@@ -137,6 +137,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate_suite(args: argparse.Namespace) -> int:
+    from silas_exp.suites.scale import write_scale_suite
+
+    out = write_scale_suite(args.cases, Path(args.out), args.seed, args.median_turns)
+    print(f"wrote {out}: {args.cases} evaluation + 8 calibration case(s)")
+    print(f"next: python -m silas_exp suite.path={out} suite.name={out.name}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="silas-exp", description="silas_exp management commands (analysis, gates, uploads).",
@@ -188,6 +197,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--opt-in", action="store_true",
                    help="confirm the sessions' owners opted in (§20.7); recorded in the suite")
     p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser(
+        "generate-suite", help="a generated N-case suite of realistic sessions (scale checks)",
+        description="Write scale-<N>: N generated evaluation sessions (the default suite's "
+                    "flavours and fill levels, 30 to 400 turns, median 120) plus 8 calibration "
+                    "cases; deterministic in (N, seed).")
+    p.add_argument("--cases", type=int, required=True, metavar="N")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--median-turns", type=int, default=120, help="median session length")
+    p.add_argument("--out", default="data/benchmarks",
+                   help="folder to write scale-<N> into (default: data/benchmarks, which git ignores)")
+    p.set_defaults(func=cmd_generate_suite)
 
     from silas_exp.analysis.commands import register  # analysis subcommands
 

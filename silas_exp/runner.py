@@ -14,7 +14,8 @@ import os
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +32,7 @@ from silas_exp.feedback.calibration import (
     ExclusionRates,
     Rate,
     calibrate,
-    exclusion_rates,
+    stored_exclusion_rates,
 )
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import FeedbackStore
@@ -42,12 +43,8 @@ from silas_exp.metrics.registry import undeclared
 from silas_exp.probes.judge import Judge
 from silas_exp.probes.pipeline import run_probe_case
 from silas_exp.probes.report import PROBE_TABLE, run_probe_metrics
-from silas_exp.schema.benchmark import (
-    BenchmarkCase,
-    BenchmarkResult,
-    BenchmarkRun,
-    BenchmarkSummary,
-)
+from silas_exp.records import CASES_FILE, CaseLog, case_results
+from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkResult, BenchmarkRun
 from silas_exp.scorers import (
     ScorerContext,
     ScorerUnavailable,
@@ -58,6 +55,7 @@ from silas_exp.scorers import (
 from silas_exp.scorers.heuristic import HeuristicSettings
 from silas_exp.suites.expected import judge_case
 from silas_exp.suites.loader import LoadedSuite, load_suite, probe_plan, session_case
+from silas_exp.tally import CaseTally
 
 MAX_EVICTED_LOGGED = 2000  # eviction order kept per case (for shadow diffs)
 
@@ -76,12 +74,20 @@ class JobSpec:
 
 @dataclass
 class JobOutcome:
-    run: BenchmarkRun
+    run: BenchmarkRun  # without its per-case results: they stream to ``results_path``
     metrics: dict[str, float]
     suite_version: str
+    results_path: Path
+    cases: int
     feedback_db: Path | None = None
     calibration: Calibration | None = None
     notes: list[str] = field(default_factory=list)
+
+    def results(self) -> Iterator[BenchmarkResult]:
+        """The job's per-case results, read back one at a time."""
+        record = {"results_file": self.results_path.name}
+        for r in case_results(self.results_path.parent, record):
+            yield BenchmarkResult.model_validate(r)
 
 
 def make_job(cfg: ExperimentConfig, variant: str) -> JobSpec:
@@ -165,12 +171,13 @@ class _CaseRunner:
         this case (same seed and namespace as every variant of this repeat),
         recorded once per process and shared by every variant."""
         key = self._reference_key(case)
-        if key not in _REFERENCES:
-            runner = _CaseRunner(self.cfg, self.job, self.loaded, self.llm, FeedbackStore())
-            stats, _, _ = runner.replay_case(case, self._control_scorer(), None, record=True)
-            runner.store.close()
-            _REFERENCES[key] = stats.flush_log or []
-        return _REFERENCES[key]
+        if key in _REFERENCES:
+            _REFERENCES.move_to_end(key)
+            return _REFERENCES[key]
+        runner = _CaseRunner(self.cfg, self.job, self.loaded, self.llm, FeedbackStore())
+        stats, _, _ = runner.replay_case(case, self._control_scorer(), None, record=True)
+        runner.store.close()
+        return _remember_reference(key, stats.flush_log or [])
 
     def probe_case(self, case: BenchmarkCase, calibration: Calibration | None) -> dict[str, float]:
         """A compression-probe case (``expected.mode == "llm_judge"``)."""
@@ -202,7 +209,7 @@ class _CaseRunner:
         if self._scores_candidates() and self._is_control():
             # the control's own proposals are the shared set: record them, score them as made
             stats, oracle, _ = self.replay_case(case, self.cfg.scorer, calibration, record=True)
-            _REFERENCES[self._reference_key(case)] = stats.flush_log or []
+            _remember_reference(self._reference_key(case), stats.flush_log or [])
             # candidate_scores holds the scores of these same proposals, in order
             kept = [k for f in stats.flush_log or () for k in f.kept]
             shared = {"feedback.exclusion_auc": roc_auc(stats.candidate_scores, kept)
@@ -271,56 +278,19 @@ class _CaseRunner:
         )
 
 
-_REFERENCES: dict[str, list[Flush]] = {}
+# the control's flush logs, most recently used last: the variants of a sweep that
+# runs in one process reuse them; beyond REFERENCE_CASES (a large suite) the
+# oldest go and are replayed again when asked (deterministic, as in another process)
+REFERENCE_CASES = 256
+_REFERENCES: OrderedDict[str, list[Flush]] = OrderedDict()
 
 
-def summarize(results: list[BenchmarkResult], cases: list[BenchmarkCase]) -> BenchmarkSummary:
-    lat = np.array([r.latency_ms for r in results]) if results else np.zeros(1)
-    failures: dict[str, int] = {}
-    by_id = {c.case_id: c for c in cases}
-    for r in results:
-        if r.status == "error":
-            kind = (r.error or "error").split(":")[0]
-            failures[f"error:{kind}"] = failures.get(f"error:{kind}", 0) + 1
-        if r.metrics.get("llm.errors"):
-            failures["llm_error"] = failures.get("llm_error", 0) + int(r.metrics["llm.errors"])
-        if r.status == "fail":
-            kind = f"fail:{by_id[r.case_id].expected.mode}"
-            failures[kind] = failures.get(kind, 0) + 1
-        if r.status == "skipped":
-            failures["skipped"] = failures.get("skipped", 0) + 1
-    judged = [r.llm_judge_score for r in results if r.llm_judge_score is not None]
-    decided = [r for r in results if r.status != "skipped"]  # errors count as not passed
-    return BenchmarkSummary(
-        pass_rate=float(np.mean([r.status == "pass" for r in decided])) if decided else 0.0,
-        mean_latency_ms=float(lat.mean()), p95_latency_ms=float(np.percentile(lat, 95)),
-        total_token_cost=int(sum(r.token_cost for r in results)),
-        mean_quality_score=float(np.mean(judged)) if judged else None,
-        failure_categories=failures,
-    )
-
-
-def run_metrics(results: list[BenchmarkResult], summary: BenchmarkSummary) -> dict[str, float]:
-    """Run-level metrics: mean over the completed cases of every per-case metric
-    (errored cases count in ``summary.error_rate`` and as not passed; the counts
-    say how many cases the means rest on), plus the §20.2 summary figures."""
-    keys = sorted({k for r in results for k in r.metrics})
-    out: dict[str, float] = {}
-    for key in keys:
-        vals = np.array([r.metrics.get(key, math.nan) for r in results], dtype=float)
-        if np.any(~np.isnan(vals)):
-            out[key] = float(np.nanmean(vals))
-    out.update({
-        "summary.pass_rate": summary.pass_rate,
-        "summary.error_rate": float(np.mean([r.status == "error" for r in results])) if results else 0.0,
-        "summary.mean_latency_ms": summary.mean_latency_ms,
-        "summary.p95_latency_ms": summary.p95_latency_ms,
-        "summary.total_token_cost": float(summary.total_token_cost),
-        "summary.cases": float(len(results)),
-        "summary.cases_completed": float(sum(r.status not in ("error", "timeout") for r in results)),
-        "summary.skipped": float(sum(r.status == "skipped" for r in results)),
-    })
-    return out
+def _remember_reference(key: str, flushes: list[Flush]) -> list[Flush]:
+    _REFERENCES[key] = flushes
+    _REFERENCES.move_to_end(key)
+    while len(_REFERENCES) > REFERENCE_CASES:
+        _REFERENCES.popitem(last=False)
+    return flushes
 
 
 _CALIBRATIONS: dict[str, Calibration] = {}
@@ -423,33 +393,36 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
             llm.check_models([cfg.model.scorer_id, cfg.model.main_id, cfg.model.judge_id])
         runner = _CaseRunner(cfg, job, loaded, llm, store)
         calibration = _calibrate(cfg, runner, loaded, out_dir)
-        results: list[BenchmarkResult] = []
-        for i, case in enumerate(cases):
-            results.append(runner.run_case(case, calibration))
-            if progress:
-                progress(i + 1, len(cases), case.case_id)
+        tally = CaseTally()
+        with CaseLog(out_dir / CASES_FILE) as log:  # per-case results go to disk as they come
+            for i, case in enumerate(cases):
+                result = runner.run_case(case, calibration)
+                log.append(result)
+                tally.add(result, case.expected.mode)
+                if progress:
+                    progress(i + 1, len(cases), case.case_id)
         llm_metrics = llm.accounting.as_metrics()
-    summary = summarize(results, cases)
-    metrics = run_metrics(results, summary)
+    summary = tally.summary()
+    metrics = tally.run_metrics(summary)
     metrics.update(llm_metrics)
     if runner.probe_rows:
         (out_dir / PROBE_TABLE).write_text(json.dumps(runner.probe_rows, indent=1))
         metrics.update(run_probe_metrics(runner.probe_rows, cfg.judge))
-    data = store.dataset()
-    if len(data):
-        metrics.update(exclusion_rates(data).as_metrics())
+    rates = stored_exclusion_rates(store)
+    if rates.overall.n:
+        metrics.update(rates.as_metrics())
     if calibration is not None:
         metrics["calibration.candidates"] = float(calibration.n_candidates)
         metrics["calibration.guidance_lines"] = float(len(calibration.guidance))
     store.close()
-    missing = undeclared(set(metrics) | {k for r in results for k in r.metrics})
+    missing = undeclared(set(metrics) | set(tally.columns))
     if missing:
         raise RunError(f"metric(s) {missing} have no declared spec (direction, unit, meaning); "
                        "declare them with silas_exp.metrics.registry.register_metric")
     run = BenchmarkRun(
         run_id=uuid.uuid4().hex, suite_id=loaded.suite.suite_id, started_at=started,
         completed_at=datetime.now(UTC), config_snapshot=cfg.model_dump(mode="json"),
-        results=results, summary=summary, variant=job.variant, repeat=job.repeat, seed=job.seed,
-    )
-    return JobOutcome(run, metrics, loaded.suite.version, out_dir / "feedback.sqlite", calibration,
-                      notes=runner.errors)
+        results=[], summary=summary, variant=job.variant, repeat=job.repeat, seed=job.seed,
+    )  # the per-case results are in out_dir/results.jsonl (JobOutcome.results())
+    return JobOutcome(run, metrics, loaded.suite.version, out_dir / CASES_FILE, len(tally),
+                      out_dir / "feedback.sqlite", calibration, notes=runner.errors)

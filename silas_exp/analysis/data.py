@@ -1,5 +1,6 @@
 """Pure data for analysis: jobs of a sweep with their per-case metrics, loaded
-from a sweep folder (result.json files) or from MLflow (result.json artifacts)."""
+from a sweep folder (job records and their per-case results, ``silas_exp.records``)
+or from MLflow (the same files as artifacts)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from silas_exp.errors import AnalysisError
+from silas_exp.records import RESULT_FILE, case_results, read_record
 
 NOT_COMPLETED = ("error", "timeout")
 # per-case outcomes compared over every case, errored ones included; every
@@ -101,9 +103,12 @@ def case_outcomes(status: str) -> dict[str, float]:
             "summary.error": float(status in NOT_COMPLETED)}
 
 
-def job_from_result(data: dict[str, Any], run_id: str | None = None) -> JobData:
+def job_from_result(data: dict[str, Any], run_id: str | None = None,
+                    folder: Path | None = None) -> JobData:
+    """A job's data from its record (result.json); ``folder``: where its per-case
+    results file is (a job folder), read one case at a time."""
     cases, outputs, status, evictions = {}, {}, {}, {}
-    for r in (data.get("run") or {}).get("results", []):
+    for r in case_results(folder, data):
         row = dict(r.get("metrics", {}))
         row.update(case_outcomes(r["status"]))
         row["latency_ms"] = float(r["latency_ms"])
@@ -131,10 +136,10 @@ def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None) -> SweepData:
 
     info = SweepInfo.read(sweep_dir)
     jobs = []
-    for path in sorted(sweep_dir.glob("*/result.json")):
-        data = json.loads(path.read_text())
+    for path in sorted(sweep_dir.glob(f"*/{RESULT_FILE}")):
+        data = read_record(path)
         if data.get("status") == "finished" and data.get("run"):
-            jobs.append(job_from_result(data))
+            jobs.append(job_from_result(data, folder=path.parent))
     if not jobs:
         raise AnalysisError(f"{sweep_dir}: no finished job with results")
     added = None

@@ -1,9 +1,8 @@
-"""End-of-sweep summary from the jobs' ``result.json`` files (works with or
+"""End-of-sweep summary from the jobs' records (``result.json``; works with or
 without tracking): one row per variant, mean ± sd over its repeats."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -14,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from silas_exp.metrics.names import labelled
+from silas_exp.records import RESULT_FILE, read_record
 
-RESULT_FILE = "result.json"
 HEADLINE = (
     "context.retrieval_relevance",
     "ir.ndcg_at_10",
@@ -40,7 +39,7 @@ class JobRecord:
 def read_job_records(sweep_dir: Path) -> list[JobRecord]:
     records = []
     for path in sorted(sweep_dir.glob(f"*/{RESULT_FILE}")):
-        data: dict[str, Any] = json.loads(path.read_text())
+        data: dict[str, Any] = read_record(path)
         records.append(JobRecord(data["variant"], int(data["repeat"]), data["status"],
                                  data.get("metrics", {}), data.get("error"), path.parent))
     return records

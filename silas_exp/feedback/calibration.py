@@ -10,11 +10,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from silas_exp.feedback.store import FeedbackDataset
+from silas_exp.feedback.store import FeedbackDataset, FeedbackStore
 
 AGE_BUCKETS: tuple[tuple[str, int, int], ...] = (
     ("0_2", 0, 2), ("3_9", 3, 9), ("10_29", 10, 29), ("30_plus", 30, 10**9),
@@ -48,18 +49,45 @@ class ExclusionRates:
         return out
 
 
-def _rates(labels: np.ndarray, keys: np.ndarray) -> dict[str, Rate]:
-    return {
-        str(k): Rate(float(labels[keys == k].mean()), int((keys == k).sum()))
-        for k in sorted(set(keys.tolist()))
-    }
+Counts = dict[str, tuple[int, int]]  # key -> (candidates, kept back)
+
+
+def _counts(labels: np.ndarray, keys: Iterable) -> Counts:
+    out: dict[str, list[int]] = {}
+    for key, label in zip(keys, labels.tolist(), strict=True):
+        c = out.setdefault(str(key), [0, 0])
+        c[0] += 1
+        c[1] += int(label)
+    return {k: (n, kept) for k, (n, kept) in out.items()}
+
+
+def _rates(counts: Counts) -> dict[str, Rate]:
+    return {k: Rate(kept / n, n) for k, (n, kept) in sorted(counts.items())}
+
+
+def rates_from_counts(by_zone: Counts, by_age: Counts, by_scope: Counts) -> ExclusionRates:
+    n = sum(c[0] for c in by_zone.values())
+    kept = sum(c[1] for c in by_zone.values())
+    overall = Rate(kept / n if n else float("nan"), n)
+    return ExclusionRates(overall, _rates(by_zone), _rates(by_age), _rates(by_scope))
 
 
 def exclusion_rates(data: FeedbackDataset) -> ExclusionRates:
     y = data.y
-    overall = Rate(float(y.mean()) if len(y) else float("nan"), len(y))
-    buckets = np.array([age_bucket(int(a)) for a in data.ages]) if len(y) else np.array([])
-    return ExclusionRates(overall, _rates(y, data.zones), _rates(y, buckets), _rates(y, data.scopes))
+    buckets = [age_bucket(int(a)) for a in data.ages]
+    return rates_from_counts(_counts(y, data.zones.tolist()), _counts(y, buckets),
+                             _counts(y, data.scopes.tolist()))
+
+
+def stored_exclusion_rates(store: FeedbackStore) -> ExclusionRates:
+    """``exclusion_rates`` of everything in ``store``, counted by the database
+    (a 10,000-case job holds millions of candidates)."""
+    by_age: dict[str, tuple[int, int]] = {}
+    for age, (n, kept) in store.label_counts("age_turns").items():
+        a, b = by_age.get(age_bucket(int(age)), (0, 0))
+        by_age[age_bucket(int(age))] = (a + n, b + kept)
+    return rates_from_counts({str(k): v for k, v in store.label_counts("zone").items()}, by_age,
+                             {str(k): v for k, v in store.label_counts("scope_id").items()})
 
 
 def fit_logistic(

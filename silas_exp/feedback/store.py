@@ -138,6 +138,15 @@ class FeedbackStore:
             scores=np.array([r[5] for r in rows]),
         )
 
+    def label_counts(self, column: str) -> dict[str | int, tuple[int, int]]:
+        """(candidates, kept back) per value of ``column`` (``zone``, ``age_turns``
+        or ``scope_id``), counted inside the database: no candidate row is loaded."""
+        expr = {"zone": "c.zone", "age_turns": "c.age_turns", "scope_id": "f.scope_id"}[column]
+        rows = self._db.execute(
+            f"SELECT {expr}, COUNT(*), SUM(c.excluded) FROM eviction_candidates c "
+            f"JOIN eviction_feedback f USING (proposal_id) GROUP BY {expr}").fetchall()
+        return {key: (int(n), int(kept)) for key, n, kept in rows}
+
     def resolved_by_counts(self) -> dict[str, int]:
         rows = self._db.execute(
             "SELECT resolved_by, COUNT(*) FROM eviction_feedback GROUP BY resolved_by"

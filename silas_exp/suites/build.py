@@ -103,10 +103,13 @@ def _fill_label(fill: float) -> str:
     return next(label for bound, label in FILL_LABELS if fill <= bound)
 
 
-def build_case(recipe: SuiteRecipe, index: int, mix: CaseMix) -> BenchmarkCase:
+def build_case(recipe: SuiteRecipe, index: int, mix: CaseMix, width: int = 3) -> BenchmarkCase:
+    """Case ``index`` of ``recipe``; ``width`` digits of the index in its id keep
+    the case files of a large suite in index order."""
     seed = recipe.seed * 1000 + index
     label = _fill_label(mix.fill)
-    case_id = f"{'cal' if mix.split == 'calibration' else 'case'}-{index:03d}-{mix.flavour}-{label}"
+    prefix = "cal" if mix.split == "calibration" else "case"
+    case_id = f"{prefix}-{index:0{width}d}-{mix.flavour}-{label}"
     session, truth = generate_session(seed, spec_for(mix.flavour, mix.turns), case_id)
     budget = budget_for(peak_usage(session, truth), mix.fill)
     overrides: dict = {"profile": session.profile, "budget": {"total": budget}}
@@ -149,8 +152,9 @@ def write_suite(recipe: SuiteRecipe, root: Path) -> Path:
                   "seed": str(recipe.seed), "description": recipe.description},
     )
     (out / "suite.json").write_text(json.dumps(suite.model_dump(mode="json"), indent=1) + "\n")
+    width = max(3, len(str(len(recipe.mix) - 1)))
     for i, mix in enumerate(recipe.mix):
-        case = build_case(recipe, i, mix)
+        case = build_case(recipe, i, mix, width)
         (out / "cases" / f"{case.case_id}.json").write_text(
             json.dumps(case.model_dump(mode="json", exclude_none=True), separators=(",", ":")) + "\n"
         )

@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from pydantic import ValidationError
 
@@ -23,23 +25,83 @@ CALIBRATION_TAG = "calibration"
 HUMAN_LABELS = "human_labels.json"  # {case_id: "pass" | "fail" | free text}
 
 
+CACHED_CASES = 64  # parsed cases kept in memory; a larger suite is re-read case by case
+Parsed = tuple[Session, SessionTruth, int | None]  # session, truth, flush turn of a snapshot
+
+
 @dataclass(frozen=True)
 class LoadedSuite:
-    suite: BenchmarkSuite
+    """A validated suite. Cases in ``cases/*.json`` are not held: every one is
+    checked at load, and read again (the last ``CACHED_CASES`` stay parsed)
+    when a job reaches it, so a suite of any size loads in bounded memory."""
+
+    suite: BenchmarkSuite  # suite.json as written: its inline cases only
     root: Path
-    files: dict[str, Path]  # case_id -> file it came from
+    files: dict[str, Path]  # case_id -> file it came from, in suite order
     human_labels: dict[str, str] = field(default_factory=dict)
-    # case_id -> parsed (session, truth, flush turn), filled once at load
-    parsed: dict[str, tuple[Session, SessionTruth, int | None]] = field(default_factory=dict)
+    calibration_ids: set[str] = field(default_factory=set)
     plans: dict[str, ProbePlan] = field(default_factory=dict)  # case_id -> checked probe plan
+    # case_id -> (case, parsed session or None until asked), least recently used first
+    _cache: OrderedDict[str, tuple[BenchmarkCase, Parsed | None]] = field(
+        default_factory=OrderedDict)
 
     @property
-    def eval_cases(self) -> list[BenchmarkCase]:
-        return [c for c in self.suite.cases if CALIBRATION_TAG not in c.tags]
+    def cases(self) -> CaseList:
+        return CaseList(self, list(self.files))
 
     @property
-    def calibration_cases(self) -> list[BenchmarkCase]:
-        return [c for c in self.suite.cases if CALIBRATION_TAG in c.tags]
+    def eval_cases(self) -> CaseList:
+        return CaseList(self, [c for c in self.files if c not in self.calibration_ids])
+
+    @property
+    def calibration_cases(self) -> CaseList:
+        return CaseList(self, [c for c in self.files if c in self.calibration_ids])
+
+    def case(self, case_id: str) -> BenchmarkCase:
+        if case_id in self._cache:
+            self._cache.move_to_end(case_id)
+            return self._cache[case_id][0]
+        path = self.files[case_id]
+        if path.parent == self.root / "cases":
+            return self._keep(_read_case(path), None)
+        return self._keep(next(c for c in self.suite.cases if c.case_id == case_id), None)
+
+    def parsed(self, case: BenchmarkCase) -> Parsed:
+        """The case's session, truth and flush turn (parsed once while cached)."""
+        cached = self._cache.get(case.case_id)
+        if cached is not None and cached[1] is not None:
+            self._cache.move_to_end(case.case_id)
+            return cached[1]
+        parsed = _parse_session(self, case)
+        self._keep(case, parsed)
+        return parsed
+
+    def _keep(self, case: BenchmarkCase, parsed: Parsed | None) -> BenchmarkCase:
+        self._cache[case.case_id] = (case, parsed)
+        self._cache.move_to_end(case.case_id)
+        while len(self._cache) > CACHED_CASES:
+            self._cache.popitem(last=False)
+        return case
+
+
+class CaseList(Sequence[BenchmarkCase]):
+    """Cases of a loaded suite by id, each read when it is reached."""
+
+    def __init__(self, loaded: LoadedSuite, ids: list[str]) -> None:
+        self.loaded, self.ids = loaded, ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> BenchmarkCase: ...
+    @overload
+    def __getitem__(self, index: slice) -> CaseList: ...
+
+    def __getitem__(self, index: int | slice) -> BenchmarkCase | CaseList:
+        if isinstance(index, slice):
+            return CaseList(self.loaded, self.ids[index])
+        return self.loaded.case(self.ids[index])
 
 
 @dataclass(frozen=True)
@@ -87,8 +149,19 @@ def _explain(exc: ValidationError, path: Path, data: Any, what: str) -> SuiteErr
     )
 
 
+def _read_case(case_file: Path) -> BenchmarkCase:
+    raw = _read_json(case_file)
+    try:
+        return BenchmarkCase.model_validate(raw)
+    except ValidationError as exc:
+        cid = raw.get("case_id") if isinstance(raw, dict) else None
+        raise _explain(exc, case_file, raw, f"case {cid!r}" if cid else "case") from None
+
+
 def load_suite(path: str | Path) -> LoadedSuite:
-    """Load ``path`` (a suite directory or its suite.json) with its cases/*.json."""
+    """Load ``path`` (a suite directory or its suite.json) with its cases/*.json.
+    Every case is checked now, before any job runs; none is held beyond the
+    last ``CACHED_CASES``."""
     path = Path(path)
     suite_file = path / "suite.json" if path.is_dir() else path
     root = suite_file.parent
@@ -97,42 +170,39 @@ def load_suite(path: str | Path) -> LoadedSuite:
         suite = BenchmarkSuite.model_validate(data)
     except ValidationError as exc:
         raise _explain(exc, suite_file, data, "suite") from None
-    files: dict[str, Path] = {}
-    for c in suite.cases:
-        if c.case_id in files:
-            raise SuiteError(f"{suite_file}: case_id {c.case_id!r} appears twice in 'cases'; case "
-                             "ids must be unique within a suite — rename one.")
-        files[c.case_id] = suite_file
-    for case_file in sorted((root / "cases").glob("*.json")) if (root / "cases").is_dir() else []:
-        raw = _read_json(case_file)
-        try:
-            case = BenchmarkCase.model_validate(raw)
-        except ValidationError as exc:
-            cid = raw.get("case_id") if isinstance(raw, dict) else None
-            raise _explain(exc, case_file, raw, f"case {cid!r}" if cid else "case") from None
-        if case.case_id in files:
-            raise SuiteError(
-                f"{case_file}: case_id {case.case_id!r} already defined in {files[case.case_id]}; "
-                "case ids must be unique within a suite."
-            )
-        files[case.case_id] = case_file
-        suite.cases.append(case)
-    if not suite.cases:
-        raise SuiteError(f"{suite_file}: the suite has no cases; add cases or cases/*.json files.")
     labels = _read_json(root / HUMAN_LABELS) if (root / HUMAN_LABELS).is_file() else {}
     if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
         raise SuiteError(f"{root / HUMAN_LABELS}: expected an object {{case_id: label}} with "
                          "string labels such as \"pass\" or \"fail\".")
+    files: dict[str, Path] = {}
     loaded = LoadedSuite(suite, root, files, labels)
-    for case in suite.cases:  # every problem surfaces now, before any job runs
-        problems = expected_problems(case)
-        if problems:
-            raise SuiteError(f"{files[case.case_id]}: case {case.case_id!r}: " + "; ".join(problems)
-                             + ". Fix the case's expected block.")
-        loaded.parsed[case.case_id] = _parse_session(loaded, case)
-        if case.expected.mode == "llm_judge":
-            probe_plan(loaded, case)  # a plan that cannot be honoured stops the load
+    case_files = sorted((root / "cases").glob("*.json")) if (root / "cases").is_dir() else []
+    for case_file, case in [(suite_file, c) for c in suite.cases] + [(f, None) for f in case_files]:
+        case = case or _read_case(case_file)
+        if case.case_id in files:
+            where = "appears twice in 'cases'" if case_file == files[case.case_id] == suite_file \
+                else f"already defined in {files[case.case_id]}"
+            raise SuiteError(f"{case_file}: case_id {case.case_id!r} {where}; case ids must be "
+                             "unique within a suite — rename one.")
+        files[case.case_id] = case_file
+        if CALIBRATION_TAG in case.tags:
+            loaded.calibration_ids.add(case.case_id)
+        _check_case(loaded, case)
+    if not files:
+        raise SuiteError(f"{suite_file}: the suite has no cases; add cases or cases/*.json files.")
     return loaded
+
+
+def _check_case(loaded: LoadedSuite, case: BenchmarkCase) -> None:
+    """Every problem of a case surfaces at load: its expected block, its session
+    data and (compression probes) its probe plan."""
+    problems = expected_problems(case)
+    if problems:
+        raise SuiteError(f"{loaded.files[case.case_id]}: case {case.case_id!r}: "
+                         + "; ".join(problems) + ". Fix the case's expected block.")
+    loaded.parsed(case)
+    if case.expected.mode == "llm_judge":
+        probe_plan(loaded, case)  # a plan that cannot be honoured stops the load
 
 
 def _snapshot_truth(case: BenchmarkCase, flush_turn: int) -> dict:
@@ -144,8 +214,7 @@ def _snapshot_truth(case: BenchmarkCase, flush_turn: int) -> dict:
     return {"references": refs}
 
 
-def _parse_session(loaded: LoadedSuite, case: BenchmarkCase
-                   ) -> tuple[Session, SessionTruth, int | None]:
+def _parse_session(loaded: LoadedSuite, case: BenchmarkCase) -> Parsed:
     """The case's session (input side) and truth (expected side). A case with
     ``input.context`` but no turn script (``skill_args.turns``) is a snapshot
     of a window: it runs as one flush decision of the scorer at its last turn."""
@@ -202,17 +271,11 @@ def _parse_session(loaded: LoadedSuite, case: BenchmarkCase
     return session, truth, flush_turn
 
 
-def _parsed(loaded: LoadedSuite, case: BenchmarkCase) -> tuple[Session, SessionTruth, int | None]:
-    if case.case_id not in loaded.parsed:
-        loaded.parsed[case.case_id] = _parse_session(loaded, case)
-    return loaded.parsed[case.case_id]
-
-
 def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBudget) -> SessionCase:
     """A loaded case as a replayable session with its truth, budget and shares."""
     where = f"{loaded.files[case.case_id]}: case {case.case_id!r}"
     overrides = case.input.config_overrides or {}
-    session, truth, flush_turn = _parsed(loaded, case)
+    session, truth, flush_turn = loaded.parsed(case)
     try:
         budget = base_budget.model_copy(update=overrides.get("budget", {}))
         budget = TokenBudget.model_validate(budget.model_dump())
@@ -247,7 +310,7 @@ def probe_plan(loaded: LoadedSuite, case: BenchmarkCase) -> ProbePlan:
         raise SuiteError(f"{where}: field 'expected.value.probe_plan.compressions' has turn(s) {late} "
                          f"but the session has {turns} turns (0..{turns - 1}); move the compressions "
                          "or raise input.skill_args.turns.")
-    _check_facts_shown(where, plan, _parsed(loaded, case)[0])
+    _check_facts_shown(where, plan, loaded.parsed(case)[0])
     loaded.plans[case.case_id] = plan
     return plan
 

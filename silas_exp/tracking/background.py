@@ -105,8 +105,7 @@ class Uploader:
         if result is None:
             return False
         run_id = self.open_runs.pop(job_dir)
-        results = (result.get("run") or {}).get("results", [])
-        log_job_folder(self.store, run_id, job_dir, result.get("metrics", {}), results,
+        log_job_folder(self.store, run_id, job_dir, result.get("metrics", {}),
                        job.get("log_case_table", True), job)
         status = "FINISHED" if result["status"] == "finished" else "FAILED"
         if status == "FAILED":

@@ -10,11 +10,14 @@ import contextlib
 import json
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from silas_exp.probes.report import PROBE_TABLE, probe_table
+from silas_exp.records import CASES_FILE, RESULT_FILE, case_results, read_record
 from silas_exp.tracking.payload import (
     BASELINE_RUN_TAG,
     baseline_key,
@@ -252,7 +255,6 @@ class JobTracker:
         if self.store is None or self.run_id is None:
             return
         log_job_folder(self.store, self.run_id, out_dir, outcome.metrics,
-                       outcome.run.model_dump(mode="json")["results"],
                        self.cfg.tracking.log_case_table, self.payload)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -280,14 +282,14 @@ def hydra_output_dir() -> Path | None:
     return Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
 
 
-ARTIFACT_FILES = ("result.json", "feedback.sqlite", "calibration.json")
+ARTIFACT_FILES = (RESULT_FILE, CASES_FILE, "feedback.sqlite", "calibration.json")
 
 
 def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict[str, float],
-                   results: list[dict[str, Any]], log_case_table: bool,
-                   payload: dict[str, Any] | None = None) -> None:
-    """Log a finished job's metrics, per-case table, artifacts and (tracing on)
-    model-call traces from its folder; complete the run's description."""
+                   log_case_table: bool, payload: dict[str, Any] | None = None) -> None:
+    """Log a finished job's metrics, per-case table (read from its results file,
+    in chunks), artifacts and (tracing on) model-call traces from its folder;
+    complete the run's description."""
     payload = payload or {}
     pass_rate = metrics.get("summary.pass_rate")
     tags = {"silas.pass_rate": f"{pass_rate:.3f}"} if pass_rate is not None else {}
@@ -297,8 +299,9 @@ def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict
         tags["mlflow.note.content"] = payload["description"] + "\n\n" + outcome_line(
             metrics, payload.get("optimize"))
     store.log(run_id, metrics=metrics, tags=tags)
-    if log_case_table and results:
-        store.log_table(run_id, case_table(results), "cases.json")
+    if log_case_table and (out_dir / RESULT_FILE).is_file():
+        for name, table in case_tables(out_dir):
+            store.log_table(run_id, table, name)
     probes = out_dir / PROBE_TABLE
     if probes.is_file():
         store.log_table(run_id, probe_table(json.loads(probes.read_text())), PROBE_TABLE)
@@ -325,9 +328,14 @@ def outcome_line(metrics: dict[str, float], optimize: str | None) -> str:
     return "Result: " + ", ".join(parts) + "." if parts else "No result."
 
 
-def case_table(results: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    """Per-case results (BenchmarkResult dicts) as columns for ``log_table``."""
-    keys = sorted({k for r in results for k in r.get("metrics", {})})
+CASE_TABLE_ROWS = 1000  # rows per logged case table: the UI stays usable at any suite size
+
+
+def case_table(results: list[dict[str, Any]], keys: list[str] | None = None) -> dict[str, list[Any]]:
+    """Per-case results (BenchmarkResult dicts) as columns for ``log_table``;
+    ``keys``: the metric columns (default: every metric these results report)."""
+    if keys is None:
+        keys = sorted({k for r in results for k in r.get("metrics", {})})
     table: dict[str, list[Any]] = {
         "case_id": [r["case_id"] for r in results],
         "status": [r["status"] for r in results],
@@ -339,3 +347,21 @@ def case_table(results: list[dict[str, Any]]) -> dict[str, list[Any]]:
     for key in keys:
         table[key] = [r.get("metrics", {}).get(key) for r in results]
     return table
+
+
+def case_tables(out_dir: Path, rows: int = CASE_TABLE_ROWS) -> Iterator[tuple[str, dict[str, list[Any]]]]:
+    """(artifact name, columns) of a job's case table, read from its results file:
+    ``cases.json`` when the job has at most ``rows`` cases, else ``cases/part-0001.json``,
+    ``cases/part-0002.json`` … of ``rows`` cases each, all with the same columns
+    (the full per-case results are the ``results.jsonl`` artifact)."""
+    record = read_record(out_dir)
+    keys: set[str] = set()
+    n = 0
+    for r in case_results(out_dir, record):
+        keys.update(r.get("metrics", {}))
+        n += 1
+    columns, again, part = sorted(keys), case_results(out_dir, record), 0
+    while chunk := list(islice(again, rows)):
+        part += 1
+        yield (f"cases/part-{part:04d}.json" if n > rows else "cases.json",
+               case_table(chunk, columns))

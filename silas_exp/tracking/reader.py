@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from silas_exp.errors import AnalysisError
+from silas_exp.records import RESULT_FILE, read_record, with_case_results
 from silas_exp.tracking.store import MlflowStore
 
 
@@ -37,12 +37,20 @@ class Reader:
         return parent, children
 
     def result_json(self, run_id: str) -> dict[str, Any]:
+        """The run's job record with its per-case results in ``run.results``."""
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                path = self.store.download_artifact(run_id, "result.json", Path(tmp))
+                path = self.store.download_artifact(run_id, RESULT_FILE, Path(tmp))
             except Exception:
-                raise AnalysisError(f"run {run_id} has no result.json artifact") from None
-            return json.loads(Path(path).read_text())
+                raise AnalysisError(f"run {run_id} has no {RESULT_FILE} artifact") from None
+            record = read_record(path)
+            if record.get("results_file"):
+                try:
+                    self.store.download_artifact(run_id, record["results_file"], Path(tmp))
+                except Exception:
+                    raise AnalysisError(f"run {run_id} has no {record['results_file']} artifact "
+                                        "(its per-case results)") from None
+            return with_case_results(path.parent, record)
 
     def experiment_by_name(self, name: str) -> Any:
         return self.store.get_experiment_by_name(name)

@@ -66,7 +66,7 @@ def test_every_metric_a_job_logs_is_declared(compose, tmp_path, suite):
     cfg = validate(OmegaConf.to_container(compose(f"suite={suite}",
                                                   "tracking=none", *over), resolve=True))
     out = run_job(cfg, make_job(cfg, "v"), tmp_path / "job")  # run_job itself refuses undeclared
-    keys = set(out.metrics) | {k for r in out.run.results for k in r.metrics}
+    keys = set(out.metrics) | {k for r in out.results() for k in r.metrics}
     assert keys and undeclared(keys) == []
 
 

@@ -26,6 +26,8 @@ def _finite(value) -> bool:
     ("bench_replay.py", "replay", {"turns", "seconds", "turns_per_s"}),
     ("bench_verdict.py", "verdict", {"sims", "scenarios"}),
     ("bench_adaptive.py", "adaptive", {"sims", "scenarios"}),
+    ("bench_scale.py", "scale", {"runs", "peak_rss_mib", "cpu_per_case_ratio"}),
+    ("bench_llm.py", "llm", {"throughput", "throughput_jitter", "cache"}),
 ])
 def test_bench_quick_run(tmp_path, script, name, keys):
     env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"}

@@ -118,3 +118,18 @@ def test_simulated_scorer_follows_guidance_lines():
     guided = scores(guidance + "\n" + "\n".join(lines))
     assert guided["c1"] > plain["c1"] + 0.2  # +1.8 logit on the chronicle item
     assert abs(guided["m1"] - plain["m1"]) < 1e-9  # other zones untouched (same noise draw order)
+
+
+def test_exclusion_rates_counted_in_the_store_equal_those_of_its_rows():
+    from silas_exp.feedback.calibration import exclusion_rates, stored_exclusion_rates
+
+    store = FeedbackStore()
+    for scope, needed in (("s1", {"c00"}), ("s2", {"c03", "c05"})):
+        s = TwoTierEviction(TwoTierSettings(zone_cap_factor=2.0), TokenBudget(total=20_000),
+                            CHRONICLE_ONLY, LinearScorer("h", HeuristicWeights().vector()),
+                            _broker(store, needed=needed), ReplayStats(), scope)
+        s.step(_window(), turn=10)
+    rates = stored_exclusion_rates(store)
+    assert rates == exclusion_rates(store.dataset())
+    assert rates.overall.n == len(store.dataset()) and set(rates.by_scope) == {"s1", "s2"}
+    assert 0 < rates.overall.rate < 1

@@ -37,3 +37,18 @@ def test_shipped_suites_match_the_generator(tmp_path):
         assert not cmp.left_only and not cmp.right_only and not cmp.diff_files, (
             f"suites/{recipe.name} is stale: run python scripts/generate_suites.py")
         assert (out / "suite.json").read_text() == (shipped / "suite.json").read_text()
+
+
+def test_scale_suite_is_deterministic_realistic_and_loads(tmp_path):
+    from silas_exp.suites.loader import load_suite
+    from silas_exp.suites.scale import scale_recipe, write_scale_suite
+
+    recipe = scale_recipe(400, seed=3)
+    assert recipe == scale_recipe(400, seed=3) and recipe.mix != scale_recipe(400, seed=4).mix
+    evals = [m for m in recipe.mix if m.split == "eval"]
+    assert len(evals) == 400 and len(recipe.mix) == 408
+    assert {m.flavour for m in evals} == {"coding", "debugging", "research", "support", "chronicle"}
+    turns = sorted(m.turns for m in evals)
+    assert 30 <= turns[0] and turns[-1] <= 400 and 100 <= turns[200] <= 140  # median ~120
+    loaded = load_suite(write_scale_suite(3, tmp_path, seed=3))
+    assert len(loaded.eval_cases) == 3 and len(loaded.calibration_cases) == 8

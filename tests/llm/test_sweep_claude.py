@@ -3,9 +3,9 @@ local Messages API server injecting faults into a share of the requests."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from silas_exp.records import read_record, with_case_results
 from tests.fakes.messages_server import API_KEY, Fault
 
 FAULTS = [Fault("rate_limit", retry_after=0.01), Fault("overloaded"), Fault("server_error"),
@@ -17,7 +17,8 @@ def every_seventh(n: int, body: dict) -> Fault | None:
 
 
 def job_results(sweep_dir: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(sweep_dir.glob("*/result.json"))]
+    return [with_case_results(p.parent, read_record(p))
+            for p in sorted(sweep_dir.glob("*/result.json"))]
 
 
 def test_sweep_against_faulty_api_completes_and_counts_add_up(server, cli, tmp_path):

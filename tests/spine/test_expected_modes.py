@@ -41,7 +41,7 @@ def run_suite(compose, tmp_path):
         cfg = validate(OmegaConf.to_container(
             compose(f"suite.path={suite_dir}", "tracking=none", *overrides), resolve=True))
         outcome = run_job(cfg, make_job(cfg, "v"), tmp_path / "job")
-        return {r.case_id: r for r in outcome.run.results}, outcome.metrics
+        return {r.case_id: r for r in outcome.results()}, outcome.metrics
 
     return _run
 

@@ -109,7 +109,7 @@ def test_shipped_suites_load_and_replay_inputs_validate():
     for name in ("default", "smoke"):
         loaded = load_suite(REPO / "suites" / name)
         assert loaded.eval_cases and loaded.calibration_cases
-        for case in loaded.suite.cases:
+        for case in loaded.cases:
             sc = session_case(loaded, case, TokenBudget())
             assert sc.session.items and sc.truth.references
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from silas_exp.errors import SuiteError
+from silas_exp.records import read_record, with_case_results
 from silas_exp.suites.loader import load_suite
 from silas_exp.transcripts.suite import ImportSettings, write_suite
 from tests.transcripts.sessions import coding_session
@@ -31,10 +32,10 @@ def test_import_every_format_into_one_loadable_suite(tmp_path):
     r = silas_exp("import", *map(str, sorted(FIX.iterdir())), "--out", str(out), "--opt-in")
     assert r.returncode == 0, r.stderr
     loaded = load_suite(out)
-    modes = {c.case_id: c.expected.mode for c in loaded.suite.cases}
+    modes = {c.case_id: c.expected.mode for c in loaded.cases}
     assert modes["claude_code_session-replay"] == "metric_threshold"
     assert modes["claude_code_session-probes"] == "llm_judge"
-    assert {c.source for c in loaded.suite.cases} == {"organic"}
+    assert {c.source for c in loaded.cases} == {"organic"}
     assert loaded.suite.metadata["opt_in"].startswith("confirmed with --opt-in by ")
     report = json.loads((out / "import_report.json").read_text())
     cc = FIX / "claude_code_session.jsonl"
@@ -80,7 +81,7 @@ def organic(tmp_path_factory) -> Path:
 def _jobs(sweep: Path) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for f in sweep.glob("*/result.json"):
-        d = json.loads(f.read_text())
+        d = with_case_results(f.parent, read_record(f))
         out.setdefault(d["variant"], []).append(d)
     return out
 
