@@ -31,6 +31,7 @@ import pytest
 
 from silas_exp.analysis.summary import HEADLINE
 from silas_exp.probes.facts import Fact, norm
+from silas_exp.records import case_results, read_record
 from silas_exp.suites.loader import CALIBRATION_TAG, load_suite
 from tests.transcripts.script import coding_script
 from tests.transcripts.writers import FORMATS, write
@@ -73,10 +74,10 @@ def _results(sweep: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """variant -> case id -> per-case result, of a sweep run once per variant."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for f in sweep.glob("*/result.json"):
-        job = json.loads(f.read_text())
+        job = read_record(f)
         assert job["status"] == "finished", job.get("error")
         assert job["variant"] not in out, "one repeat per variant"
-        out[job["variant"]] = {c["case_id"]: c for c in job["run"]["results"]}
+        out[job["variant"]] = {c["case_id"]: c for c in case_results(f.parent, job)}
     return out
 
 
@@ -88,7 +89,7 @@ def _finite(case: dict[str, Any], keys: list[str]) -> None:
 
 def test_every_format_imports_with_truth_probes_and_pressure(organic):
     loaded = load_suite(organic.out)  # the loader checks every probe fact too
-    calibrating = [c.case_id for c in loaded.suite.cases if CALIBRATION_TAG in c.tags]
+    calibrating = [c.case_id for c in loaded.cases if CALIBRATION_TAG in c.tags]
     assert calibrating == [f"{organic.calibration}-replay"]  # every format's own is evaluated
     for fmt, s in organic.sessions.items():
         assert s["over_budget"], f"{fmt}: Tier 2 never runs"

@@ -24,9 +24,9 @@ from tests.transcripts.test_import import FIX
 def _plans(out):
     loaded = load_suite(out)  # the loader checks every expected fact again
     text = {c.case_id.removesuffix("-probes"): norm(" ".join(it["text"] for it in c.input.context))
-            for c in loaded.suite.cases if c.case_id.endswith("-probes")}
+            for c in loaded.cases if c.case_id.endswith("-probes")}
     plans = {c.case_id.removesuffix("-probes"): c.expected.value["probe_plan"]
-             for c in loaded.suite.cases if c.case_id.endswith("-probes")}
+             for c in loaded.cases if c.case_id.endswith("-probes")}
     return plans, text
 
 
