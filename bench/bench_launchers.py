@@ -4,6 +4,7 @@
     python bench/bench_launchers.py                      # CPU-bound workload (the target)
     python bench/bench_launchers.py --workload default   # the shipped default suite
     python bench/bench_launchers.py --launchers basic,ray   # from an env with the [ray] extra
+    python bench/bench_launchers.py --quick              # 1 run each of a 2-job smoke sweep (CI)
 
 Workloads (both: scorer=heuristic,weights,prompt,online × repeats=5, tracking on,
 so the background uploader shares the machine):
@@ -15,34 +16,34 @@ so the background uploader shares the machine):
   (interpreter start, the sweeper's config check before launch, the ablation
   report) and the background uploader weigh more.
 
+``--quick`` runs a tiny sweep instead (``scorer=heuristic,weights repeats=1
+suite=smoke``, tracking off, once per launcher): it checks that the launchers
+work, its figures say nothing about speed.
+
 Target on 2 cores: joblib >= 1.6x faster than basic on the CPU-bound workload.
-Writes bench/results/launchers-<workload>.json.
+Writes bench/results/launchers-<workload>.json (launchers-quick.json).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
 from _results import save  # bench/ helper
+from _sweeps import run_sweep
 
-REPO = Path(__file__).resolve().parents[1]
 SWEEP = "-m scorer=heuristic,weights,prompt,online repeats=5"
+QUICK = "-m scorer=heuristic,weights repeats=1 suite=smoke tracking=none"
 LAUNCHERS = {
     "basic": [],
     "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
     "ray": ["hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2"],
 }
-JOB_LINE = re.compile(r"\[job \d+\] .*\((\d+\.\d+)s\)(?: \[[^]]*\])? -> ")  # Ray prefixes worker lines
 
 
 def make_cpu_suite(root: Path, scale: int) -> Path:
@@ -56,19 +57,9 @@ def make_cpu_suite(root: Path, scale: int) -> Path:
 
 
 def wall(args: list[str], launcher: str, suite_path: Path | None) -> tuple[float, list[float]]:
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "silas_exp", *args, *LAUNCHERS[launcher],
-               f"paths.suites={REPO / 'suites'}", f"hydra.sweep.dir={tmp}/ms"]
-        if suite_path is not None:
-            cmd.append(f"suite.path={suite_path}")
-        env = {**os.environ, "SILAS_EXP_ROOT": tmp, "MLFLOW_DISABLE_TELEMETRY": "true",
-               "RAY_DEDUP_LOGS": "0"}  # every job line, for the mean job time
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-        elapsed = time.perf_counter() - t0
-        if proc.returncode != 0:
-            raise SystemExit(f"{launcher} failed:\n{proc.stderr[-2000:]}")
-        return elapsed, [float(s) for s in JOB_LINE.findall(proc.stdout)]
+    extra = [f"suite.path={suite_path}"] if suite_path is not None else []
+    run = run_sweep([*args, *LAUNCHERS[launcher], *extra])
+    return run.wall_s, run.job_times
 
 
 def main() -> None:
@@ -79,7 +70,10 @@ def main() -> None:
     parser.add_argument("--args", default=SWEEP, help=f"sweep arguments (default: {SWEEP!r})")
     parser.add_argument("--launchers", default="basic,joblib", help="comma list of basic,joblib,ray")
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help=f"1 run each of {QUICK!r} (CI smoke)")
     ns = parser.parse_args()
+    if ns.quick:
+        ns.workload, ns.args, ns.runs = "quick", QUICK, 1
     chosen = ns.launchers.split(",")
     unknown = set(chosen) - set(LAUNCHERS)
     if unknown or "basic" not in chosen:

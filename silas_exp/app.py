@@ -27,7 +27,7 @@ from silas_exp.exitstate import STATE
 from silas_exp.progress import progress_note
 from silas_exp.records import RESULT_FILE, job_record, read_record, write_record
 from silas_exp.runner import JobOutcome, calibration_to_json, make_job, run_job
-from silas_exp.suites.loader import load_suite
+from silas_exp.suites.memo import load_suite_cached
 from silas_exp.tracking.jobs import (
     JobTracker,
     SweepInfo,
@@ -83,7 +83,7 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     variant = variant_name(task_overrides, sweep.swept_keys if sweep else [], cfg.scorer.name)
     job = make_job(cfg, variant)
     label = f"[job {job_num}] {variant}#r{job.repeat}" if multirun else f"[run] {variant}"
-    loaded = load_suite(cfg.suite.path)
+    loaded = load_suite_cached(cfg.suite.path)
     version = loaded.suite.version
     if sweep is not None and sweep.background:
         store = None  # the background uploader logs this job from its folder
