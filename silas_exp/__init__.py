@@ -3,11 +3,12 @@
 import os
 
 # One BLAS thread per process, unless the environment says otherwise. Every
-# matrix here is tiny (a dozen features, a few hundred candidates), so BLAS
-# threads never help; they spin while waiting for work, and on a 2-core machine
-# shared with the background uploader, a second worker or anything else, that
-# spinning tripled the CPU time of calibrating jobs (scipy's L-BFGS-B). Set
-# before numpy is first imported; the uploader and joblib workers inherit it.
+# matrix here is small (a dozen features, a few hundred candidates): with a core
+# to spare a second OpenBLAS thread saves ~10 % of a sweep's jobs for ~40 % more
+# CPU, but on a busy machine (the background uploader, a second worker, anyone
+# else) its threads spin waiting for work, which tripled the CPU time of
+# calibrating jobs (scipy's L-BFGS-B). Set before numpy is first imported; the
+# uploader and joblib workers inherit it. docs/operations.md has the figures.
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
