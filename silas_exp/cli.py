@@ -80,24 +80,20 @@ def cmd_upload(args: argparse.Namespace) -> int:
 def _probe_model(model: str):
     """The client and model id of ``--probes llm``: the experiment config with
     ``model=<model>`` (conf/model), composed as a sweep would compose it."""
-    from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
-    from omegaconf import OmegaConf
 
     from silas_exp.app import CONF_DIR
-    from silas_exp.config import validate
+    from silas_exp.config import compose_config
     from silas_exp.errors import ConfigError
     from silas_exp.llm import build_client
     from silas_exp.transcripts.suite import ProbeModel
 
     try:
-        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            dcfg = compose(config_name="config", overrides=[f"model={model}"])
+        cfg = compose_config([f"model={model}"])
     except HydraException as exc:
         options = sorted(p.stem for p in (Path(CONF_DIR) / "model").glob("*.yaml"))
         raise ConfigError(f"--model {model}: {str(exc).splitlines()[0]}; pick one of "
-                            f"{', '.join(options)}") from None
-    cfg = validate(OmegaConf.to_container(dcfg, resolve=True))
+                          f"{', '.join(options)}") from None
     llm = build_client(cfg.llm, seed=cfg.seed, cache_dir=cfg.llm.cache_dir)
     if llm.backend_name != "simulated":
         llm.check_models([cfg.model.main_id])

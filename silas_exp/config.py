@@ -208,3 +208,24 @@ def validate(raw: Mapping[str, Any]) -> ExperimentConfig:
             "tracking": cfg.tracking.model_copy(update={"enabled": False}),
         })
     return cfg
+
+
+def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> ExperimentConfig:
+    """The experiment config as ``python -m silas_exp <overrides>`` composes it,
+    validated; for code outside a Hydra run (management commands, tracking).
+    Inside one, the running Hydra's config search path is used."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    def build() -> ExperimentConfig:
+        dcfg = compose(config_name="config", overrides=list(overrides))
+        return validate(OmegaConf.to_container(dcfg, resolve=True))
+
+    if GlobalHydra.instance().is_initialized():
+        return build()
+    conf = str(Path(__file__).resolve().parents[1] / "conf")
+    with initialize_config_dir(config_dir=conf, version_base="1.3"):
+        return build()

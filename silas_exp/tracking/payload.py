@@ -88,22 +88,9 @@ def run_params(flat: Mapping[str, str], defaults: Mapping[str, str],
 def default_params() -> dict[str, str]:
     """The default config (``python -m silas_exp`` with no overrides), flattened.
     Composed with Hydra's compose API (~0.1 s), once per process."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
+    from silas_exp.config import compose_config
 
-    from silas_exp.config import validate
-
-    def build() -> dict[str, str]:
-        dcfg = compose(config_name="config")
-        raw = OmegaConf.to_container(dcfg, resolve=True)
-        return flatten(validate(raw).model_dump(mode="json", exclude={"paths", "resume"}))
-
-    if GlobalHydra.instance().is_initialized():
-        return build()
-    conf = str(Path(__file__).resolve().parents[2] / "conf")
-    with initialize_config_dir(config_dir=conf, version_base="1.3"):
-        return build()
+    return flatten(compose_config().model_dump(mode="json", exclude={"paths", "resume"}))
 
 
 def user_name() -> str:

@@ -57,12 +57,18 @@ def _spread(items: list[str], n: int) -> list[str]:
     return [items[round(i * step)] for i in range(n)]
 
 
+def older_than(drafts: list[Draft], cut: int) -> list[Draft]:
+    """The history a strategy compresses at ``cut``: items older than the last
+    ``RECENT`` turns, or every earlier item when that leaves none."""
+    return [d for d in drafts if d.turn < cut - RECENT] or [d for d in drafts if d.turn < cut]
+
+
 def probe_plan(drafts: list[Draft], points: list[int], sid: str) -> ProbePlan | None:
     """Probes at each compression point; None when no point has a fact to ask about."""
     probes: list[ProbeSpec] = []
     used_points: list[int] = []
     for cut in points:
-        older = [d for d in drafts if d.turn < cut - RECENT] or [d for d in drafts if d.turn < cut]
+        older = older_than(drafts, cut)
         event = len(used_points)
         made = 0
         for ptype, (kinds, question) in TYPES.items():

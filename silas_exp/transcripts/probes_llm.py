@@ -32,7 +32,7 @@ from silas_exp.llm.simulated import register_responder
 from silas_exp.probes.facts import Fact, norm
 from silas_exp.probes.schema import ProbePlan, ProbeSpec
 from silas_exp.transcripts.build import Draft
-from silas_exp.transcripts.probes import MAX_FACTS, RECENT, TYPES
+from silas_exp.transcripts.probes import MAX_FACTS, TYPES, older_than
 
 MAX_HISTORY_CHARS = 60_000  # history sent per point: the newest part when longer
 SIM_MISQUOTE = 0.15         # simulated writer: P(a fact's value is misquoted)
@@ -72,7 +72,7 @@ class ProbeCounts:
 
 
 def history_text(drafts: list[Draft], cut: int) -> tuple[list[Draft], str]:
-    older = [d for d in drafts if d.turn < cut - RECENT] or [d for d in drafts if d.turn < cut]
+    older = older_than(drafts, cut)
     text = "\n\n".join(f"[{d.kind}] {d.text}" for d in older)
     return older, text[-MAX_HISTORY_CHARS:]
 
