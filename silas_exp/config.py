@@ -22,7 +22,7 @@ from pydantic import (
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.context.budget import TokenBudget
 from silas_exp.context.strategies import StrategySettings, validate_strategy_settings
-from silas_exp.errors import ConfigError
+from silas_exp.errors import ConfigError, pydantic_error_to_config_error
 from silas_exp.llm.settings import LLMSettings
 from silas_exp.probes.judge import JudgeSettings
 from silas_exp.scorers.base import ScorerSettings, validate_scorer_settings
@@ -155,42 +155,6 @@ def job_seed(base_seed: int, repeat: int) -> int:
     """Distinct, reproducible seed per repeat; shared by all variants (paired design)."""
     digest = hashlib.sha256(f"silas_exp/{base_seed}/{repeat}".encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
-
-
-def _value_at(data: Any, loc: tuple) -> Any:
-    for part in loc:
-        try:
-            data = data[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return data
-
-
-def pydantic_error_to_config_error(exc: Exception, prefix: str = "", data: Any = None) -> ConfigError:
-    if isinstance(exc, ConfigError):
-        return exc
-    if not isinstance(exc, ValidationError):
-        return ConfigError(f"{prefix}: {exc}")
-    problems = []
-    for err in exc.errors()[:4]:
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + loc)
-        value = err.get("input", _value_at(data, loc))
-        if not loc:  # a check across fields: its message names them
-            problems.append(err["msg"].removeprefix("Value error, "))
-        elif err["type"] == "extra_forbidden":
-            problems.append(f"{key} is not a known option (remove it or check the spelling)")
-        elif err["type"] == "missing":
-            problems.append(f"{key} is required but missing")
-        else:
-            problems.append(f"{key} = {value!r}: {err['msg'].lower()}")
-    first = exc.errors()[0]
-    example_key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(first["loc"]))
-    example = f" (e.g. {example_key}=<valid value>)" if example_key else ""
-    return ConfigError(
-        "invalid config: " + "; ".join(problems)
-        + f". Fix it on the command line{example} or in the conf/ file that sets it."
-    )
 
 
 def validate(raw: Mapping[str, Any]) -> ExperimentConfig:

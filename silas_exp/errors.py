@@ -5,6 +5,10 @@ show the traceback)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic import ValidationError
+
 
 class SilasExpError(Exception):
     """Base of every error silas_exp raises on purpose."""
@@ -55,3 +59,39 @@ class RegressionFound(SilasExpError):
     """Raised by gates; exit code 1 so CI distinguishes it from bad input (2)."""
 
     exit_code = 1
+
+
+def _value_at(data: Any, loc: tuple) -> Any:
+    for part in loc:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def pydantic_error_to_config_error(exc: Exception, prefix: str = "", data: Any = None) -> ConfigError:
+    if isinstance(exc, ConfigError):
+        return exc
+    if not isinstance(exc, ValidationError):
+        return ConfigError(f"{prefix}: {exc}")
+    problems = []
+    for err in exc.errors()[:4]:
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + loc)
+        value = err.get("input", _value_at(data, loc))
+        if not loc:  # a check across fields: its message names them
+            problems.append(err["msg"].removeprefix("Value error, "))
+        elif err["type"] == "extra_forbidden":
+            problems.append(f"{key} is not a known option (remove it or check the spelling)")
+        elif err["type"] == "missing":
+            problems.append(f"{key} is required but missing")
+        else:
+            problems.append(f"{key} = {value!r}: {err['msg'].lower()}")
+    first = exc.errors()[0]
+    example_key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(first["loc"]))
+    example = f" (e.g. {example_key}=<valid value>)" if example_key else ""
+    return ConfigError(
+        "invalid config: " + "; ".join(problems)
+        + f". Fix it on the command line{example} or in the conf/ file that sets it."
+    )

@@ -25,7 +25,7 @@ import numpy as np
 from silas_exp.config import ExperimentConfig, job_seed
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import Flush, ReplayStats
-from silas_exp.context.strategies import StrategyDeps, build_strategy, strategy_kinds
+from silas_exp.context.strategies import STRATEGIES, StrategyDeps, build_strategy
 from silas_exp.errors import BudgetExceeded, RunError, SilasExpError, SuiteError
 from silas_exp.feedback.calibration import (
     Calibration,
@@ -49,9 +49,9 @@ from silas_exp.scorers import (
     ScorerContext,
     ScorerUnavailable,
     build_scorer,
-    scorer_kinds,
     validate_scorer_settings,
 )
+from silas_exp.scorers.base import CalibrationSpec, calibration_spec
 from silas_exp.scorers.heuristic import HeuristicSettings
 from silas_exp.suites.expected import judge_case
 from silas_exp.suites.loader import LoadedSuite, load_suite, probe_plan, session_case
@@ -224,7 +224,9 @@ class _CaseRunner:
         return metrics, "\n".join(stats.retained), evicted, None
 
     def _scores_candidates(self) -> bool:
-        return getattr(self.cfg.eviction, "name", "") == "two_tier"
+        """The strategy lets the scorer score flush candidates: exclusion AUC on
+        the control's candidates applies."""
+        return "scorer" in STRATEGIES.kind_of(self.cfg.eviction).needs
 
     def _control_scorer(self):
         return validate_scorer_settings({"name": self.cfg.analysis.controls.get("scorer",
@@ -241,7 +243,7 @@ class _CaseRunner:
 
     def run_case(self, case: BenchmarkCase, calibration: Calibration | None) -> BenchmarkResult:
         name = self.cfg.eviction.name
-        if case.expected.mode != "llm_judge" and not strategy_kinds()[name].evicts_per_turn:
+        if case.expected.mode != "llm_judge" and not STRATEGIES.get(name).trait("evicts_per_turn"):
             return BenchmarkResult(  # shown as skipped, never scored as a window that kept all
                 case_id=case.case_id, status="skipped", latency_ms=0.0, token_cost=0,
                 error=f"replay case skipped: eviction={name} acts at compression events only; "
@@ -296,13 +298,13 @@ def _remember_reference(key: str, flushes: list[Flush]) -> list[Flush]:
 _CALIBRATIONS: dict[str, Calibration] = {}
 
 
-def _calibration_key(cfg: ExperimentConfig, loaded: LoadedSuite, job: JobSpec) -> str:
+def _calibration_key(cfg: ExperimentConfig, loaded: LoadedSuite, job: JobSpec,
+                     spec: CalibrationSpec) -> str:
     """Everything the calibration result depends on; variants A and B of one
     repeat share it, so a sweep computes it once per repeat and process."""
     parts = {
         "suite": [loaded.suite.suite_id, loaded.suite.version, str(loaded.root)],
-        "base": getattr(cfg.scorer, "base", HeuristicSettings().weights).model_dump(),
-        "explore": getattr(cfg.scorer, "explore_rate", 0.0), "l2": getattr(cfg.scorer, "l2", 20.0),
+        "base": spec.base.model_dump(), "explore": spec.explore_rate, "l2": spec.l2,
         "model": cfg.model.model_dump(), "eviction": cfg.eviction.model_dump(),
         "budget": cfg.budget.model_dump(), "seed": job.seed, "horizon": cfg.metrics.horizon,
     }
@@ -313,16 +315,16 @@ def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
                out_dir: Path) -> Calibration | None:
     """Offline calibration: replay the suite's calibration cases under the control
     scorer with the same main model, then fit on the recorded feedback."""
-    kind = scorer_kinds()[cfg.scorer.name]
-    if not kind.needs_calibration:
+    spec = calibration_spec(cfg.scorer)
+    if spec is None:
         return None
-    key = _calibration_key(cfg, loaded, runner.job)
+    key = _calibration_key(cfg, loaded, runner.job, spec)
     if key not in _CALIBRATIONS:
         cached = _calibration_cache_path(cfg, key)
         if cached.is_file():
             _CALIBRATIONS[key] = _calibration_from_json(json.loads(cached.read_text()))
         else:
-            _CALIBRATIONS[key] = _fit_calibration(cfg, runner, loaded, out_dir)
+            _CALIBRATIONS[key] = _fit_calibration(cfg, spec, runner, loaded, out_dir)
             cached.parent.mkdir(parents=True, exist_ok=True)
             tmp = cached.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(calibration_to_json(_CALIBRATIONS[key])))
@@ -353,25 +355,23 @@ def _calibration_from_json(data: dict) -> Calibration:
                        int(data["n_candidates"]))
 
 
-def _fit_calibration(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
-                     out_dir: Path) -> Calibration:
+def _fit_calibration(cfg: ExperimentConfig, spec: CalibrationSpec, runner: _CaseRunner,
+                     loaded: LoadedSuite, out_dir: Path) -> Calibration:
     cases = loaded.calibration_cases
     if not cases:
         raise RunError(
             f"scorer={cfg.scorer.name} needs calibration feedback but suite {loaded.suite.name!r} "
             "has no cases tagged 'calibration'. Add some (see suites/default) or pick scorer=heuristic."
         )
-    base = getattr(cfg.scorer, "base", HeuristicSettings().weights)
+    base = spec.base
     store = FeedbackStore(out_dir / "calibration_feedback.sqlite")
-    explore = getattr(cfg.scorer, "explore_rate", 0.0)
-    cal_cfg = cfg.model_copy(update={"eviction": cfg.eviction.model_copy(update={"explore_rate": explore})}) \
-        if hasattr(cfg.eviction, "explore_rate") else cfg
+    cal_cfg = cfg.model_copy(update={"eviction": cfg.eviction.model_copy(
+        update={"explore_rate": spec.explore_rate})}) if hasattr(cfg.eviction, "explore_rate") else cfg
     cal_runner = _CaseRunner(cal_cfg, runner.job, loaded, runner.llm, store)
     control = HeuristicSettings(weights=base)
     for case in cases:
         cal_runner.replay_case(case, control, None)  # feedback lands in the store
-    l2 = getattr(cfg.scorer, "l2", 20.0)
-    result = calibrate(store.dataset(), base.vector(), l2=l2)
+    result = calibrate(store.dataset(), base.vector(), l2=spec.l2)
     store.close()
     return result
 

@@ -22,7 +22,7 @@ def ablation_settings(args):
     from pydantic import ValidationError
 
     from silas_exp.analysis.settings import AnalysisSettings
-    from silas_exp.config import pydantic_error_to_config_error
+    from silas_exp.errors import pydantic_error_to_config_error
 
     raw = {"control": args.control, "use_baseline": not args.no_baseline,
            "correction": args.correction, "confidence": args.confidence}

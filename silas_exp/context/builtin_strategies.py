@@ -7,7 +7,7 @@ from silas_exp.context.strategies import StrategyDeps, register_strategy
 from silas_exp.context.two_tier import TwoTierEviction, TwoTierSettings
 
 
-@register_strategy("two_tier", TwoTierSettings, uses_scorer=True, evicts_per_turn=True,
+@register_strategy("two_tier", TwoTierSettings, needs={"scorer", "broker"}, evicts_per_turn=True,
                    description="Silas two-tier eviction: Tier-1 heuristics, then the scorer")
 def _two_tier(settings: TwoTierSettings, deps: StrategyDeps) -> TwoTierEviction:
     return TwoTierEviction(settings, deps.budget, deps.shares, deps.scorer, deps.broker, deps.stats,

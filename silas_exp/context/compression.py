@@ -165,7 +165,7 @@ class OpaqueSettings(SummarySettings):
 for _cls, _desc in ((AnchoredSettings, "anchored iterative structured summary"),
                     (RegenerativeSettings, "structured summary regenerated each compression"),
                     (OpaqueSettings, "compact unstructured summary")):
-    register_strategy(_cls.model_fields["style"].default, _cls, description=_desc)(Summarise)
+    register_strategy(_cls.model_fields["style"].default, _cls, needs={"llm"}, description=_desc)(Summarise)
 
 
 # ---- simulated summariser ---------------------------------------------------

@@ -4,7 +4,7 @@ an explicit flush (``compress``: a compression event, used by probes)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from silas_exp.context.budget import TokenBudget, ZoneShares
 from silas_exp.context.stats import ReplayStats
 from silas_exp.context.window import Window
-from silas_exp.errors import ConfigError
+from silas_exp.plugins import Kind, Registry
 
 
 class EvictionStrategy(Protocol):
@@ -29,7 +29,9 @@ class StrategySettings(BaseModel):
 
 @dataclass
 class StrategyDeps:
-    """Everything a strategy may need at run time."""
+    """What the runner offers a strategy: ``budget``, ``shares``, ``stats``,
+    ``scope_id``, ``namespace`` and ``model_id`` go to every strategy; ``scorer``,
+    ``broker`` and ``llm`` only to kinds that declare them."""
 
     budget: TokenBudget
     shares: ZoneShares
@@ -42,48 +44,41 @@ class StrategyDeps:
     model_id: str = ""
 
 
-@dataclass(frozen=True)
-class StrategyKind:
-    name: str
-    settings: type[StrategySettings]
-    factory: Callable[[Any, StrategyDeps], EvictionStrategy]
-    uses_scorer: bool
-    description: str
-    evicts_per_turn: bool = False  # acts every turn (replay cases); else only at compression events
+STRATEGIES = Registry(
+    "eviction strategy", key="eviction", group="silas_exp.strategies",
+    builtins="silas_exp.context.builtin_strategies", capabilities=("scorer", "broker", "llm"),
+    example="eviction=two_tier")
 
 
-_REGISTRY: dict[str, StrategyKind] = {}
-
-
-def register_strategy(name: str, settings: type[StrategySettings], *, uses_scorer: bool = False,
+def register_strategy(name: str, settings: type[StrategySettings], *, needs: Iterable[str] = (),
                       description: str = "", evicts_per_turn: bool = False) -> Callable:
-    def deco(factory: Callable[[Any, StrategyDeps], EvictionStrategy]) -> Callable:
-        _REGISTRY[name] = StrategyKind(name, settings, factory, uses_scorer, description,
-                                       evicts_per_turn)
-        return factory
+    """Register a built-in strategy. ``needs``: "scorer" (scores flush candidates
+    with the config's scorer), "broker" (the main model's keep-backs), "llm"
+    (summaries). ``evicts_per_turn``: acts every turn (replay cases); else only
+    at compression events (probe cases)."""
+    return STRATEGIES.register(name, settings, needs=needs, description=description,
+                               evicts_per_turn=evicts_per_turn)
 
-    return deco
+
+def strategy_kind(name: str, settings: type[StrategySettings], factory: Callable, *,
+                  needs: Iterable[str] = (), description: str = "",
+                  evicts_per_turn: bool = False) -> Kind:
+    """A plug-in strategy kind, for an entry point in group ``silas_exp.strategies``
+    or an ``eviction._target_``."""
+    return STRATEGIES.kind(name, settings, factory, needs=needs, description=description,
+                           evicts_per_turn=evicts_per_turn)
 
 
-def strategy_kinds() -> Mapping[str, StrategyKind]:
-    from silas_exp.context import builtin_strategies  # noqa: F401  (registers built-ins)
-
-    return dict(_REGISTRY)
+def strategy_kinds() -> Mapping[str, Kind]:
+    return STRATEGIES.kinds()
 
 
 def validate_strategy_settings(raw: Mapping[str, Any]) -> StrategySettings:
-    kinds = strategy_kinds()
-    name = raw.get("name")
-    if name not in kinds:
-        raise ConfigError(f"eviction.name = {name!r} is not a known eviction strategy; choose one of "
-                          f"{sorted(kinds)} (e.g. eviction=two_tier)")
-    from silas_exp.config import pydantic_error_to_config_error
-
-    try:
-        return kinds[name].settings.model_validate(dict(raw))
-    except Exception as exc:
-        raise pydantic_error_to_config_error(exc, prefix="eviction") from None
+    return STRATEGIES.validate(raw)  # type: ignore[return-value]
 
 
 def build_strategy(settings: StrategySettings, deps: StrategyDeps) -> EvictionStrategy:
-    return strategy_kinds()[settings.name].factory(settings, deps)
+    always = {"budget": deps.budget, "shares": deps.shares, "stats": deps.stats,
+              "scope_id": deps.scope_id, "namespace": deps.namespace, "model_id": deps.model_id}
+    offers = {"scorer": deps.scorer, "broker": deps.broker, "llm": deps.llm}
+    return STRATEGIES.build(settings, always, offers)

@@ -3,20 +3,22 @@
 A scorer sees only harness-visible items (``LiveItem``) and returns a
 relevance in [0, 1] per ctx_id (0 = irrelevant, evict first). Scorers that
 learn online implement ``observe``. Each kind registers its name, its
-settings model (validated once at start-up) and its factory here; the config
-group ``conf/scorer/<name>.yaml`` carries ``name`` plus those settings.
+settings model (validated once at start-up), its factory and the capabilities
+it needs in one registry (:mod:`silas_exp.plugins`), built-in or plug-in; the
+config group ``conf/scorer/<name>.yaml`` carries ``name`` plus those settings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from silas_exp.context.window import LiveItem
 from silas_exp.errors import ConfigError
+from silas_exp.plugins import Kind, Registry
 
 
 class ScorerUnavailable(Exception):
@@ -39,61 +41,75 @@ class ScorerSettings(BaseModel):
 
 @dataclass
 class ScorerContext:
-    """What a scorer may use at run time besides the items it is asked about."""
+    """What the runner offers a scorer besides the items it is asked about.
+    ``seed``, ``namespace`` and ``scorer_model`` go to every scorer; the rest
+    are capabilities a kind gets only when it declares them (``needs``)."""
 
     seed: int
     namespace: str
     scorer_model: str
-    llm: Any = None  # silas_exp.llm.LLMClient
-    calibration: Any = None  # silas_exp.feedback.calibration.Calibration
-    prompt: Any = None  # PromptSettings
-    oracle: Callable[[str, int], float] | None = None  # only the oracle reference scorer
-    extras: dict[str, Any] = field(default_factory=dict)
+    llm: Any = None  # silas_exp.llm.LLMClient                          (capability "llm")
+    calibration: Any = None  # silas_exp.feedback.calibration.Calibration  ("calibration")
+    prompt: Any = None  # PromptSettings                               ("prompt")
+    oracle: Callable[[str, int], float] | None = None  # ground truth   ("oracle": reference kinds)
 
 
 @dataclass(frozen=True)
-class ScorerKind:
-    name: str
-    settings: type[ScorerSettings]
-    factory: Callable[[Any, ScorerContext], Scorer]
-    needs_calibration: bool = False
-    description: str = ""
+class CalibrationSpec:
+    """What offline calibration needs from a scorer that declares ``calibration``:
+    the weights it starts from (``HeuristicWeights``), the exploration rate
+    while feedback is collected and the shrinkage toward the base weights."""
+
+    base: Any
+    explore_rate: float
+    l2: float
 
 
-_REGISTRY: dict[str, ScorerKind] = {}
+SCORERS = Registry(
+    "scorer", key="scorer", group="silas_exp.scorers", builtins="silas_exp.scorers",
+    capabilities=("llm", "calibration", "prompt", "oracle"), example="scorer=weights")
 
 
-def register_scorer(
-    name: str, settings: type[ScorerSettings], *, needs_calibration: bool = False, description: str = ""
-) -> Callable[[Callable[[Any, ScorerContext], Scorer]], Callable[[Any, ScorerContext], Scorer]]:
-    def deco(factory: Callable[[Any, ScorerContext], Scorer]) -> Callable[[Any, ScorerContext], Scorer]:
-        _REGISTRY[name] = ScorerKind(name, settings, factory, needs_calibration, description)
-        return factory
+def register_scorer(name: str, settings: type[ScorerSettings], *, needs: Iterable[str] = (),
+                    description: str = "", reference: bool = False,
+                    calibration: Callable[[Any], CalibrationSpec] | None = None) -> Callable:
+    """Register a built-in scorer kind. ``calibration`` (with ``needs`` holding
+    "calibration") maps the kind's settings to its :class:`CalibrationSpec`."""
+    return SCORERS.register(name, settings, needs=needs, description=description,
+                            reference=reference, calibration=calibration)
 
-    return deco
+
+def scorer_kind(name: str, settings: type[ScorerSettings], factory: Callable[[Any, Any], Scorer], *,
+                needs: Iterable[str] = (), description: str = "",
+                calibration: Callable[[Any], CalibrationSpec] | None = None) -> Kind:
+    """A plug-in scorer kind, for an entry point in group ``silas_exp.scorers``
+    or a ``scorer._target_``."""
+    return SCORERS.kind(name, settings, factory, needs=needs, description=description,
+                        calibration=calibration)
 
 
-def scorer_kinds() -> Mapping[str, ScorerKind]:
-    from silas_exp import scorers as _load  # noqa: F401  (registers the built-in kinds)
-
-    return dict(_REGISTRY)
+def scorer_kinds() -> Mapping[str, Kind]:
+    return SCORERS.kinds()
 
 
 def validate_scorer_settings(raw: Mapping[str, Any]) -> ScorerSettings:
-    kinds = scorer_kinds()
-    name = raw.get("name")
-    if name not in kinds:
-        raise ConfigError(
-            f"scorer.name = {name!r} is not a known scorer; choose one of {sorted(kinds)} "
-            "(e.g. scorer=weights)"
-        )
-    from silas_exp.config import pydantic_error_to_config_error
+    return SCORERS.validate(raw)  # type: ignore[return-value]
 
-    try:
-        return kinds[name].settings.model_validate(dict(raw))
-    except Exception as exc:  # pydantic.ValidationError
-        raise pydantic_error_to_config_error(exc, prefix="scorer") from None
+
+def calibration_spec(settings: ScorerSettings) -> CalibrationSpec | None:
+    """The scorer's calibration needs, or None when its kind declares none."""
+    kind = SCORERS.kind_of(settings)
+    if "calibration" not in kind.needs:
+        return None
+    make = kind.trait("calibration")
+    if make is None:
+        raise ConfigError(f"scorer {kind.name!r} ({kind.source}) declares 'calibration' but gives no "
+                          "calibration spec; pass calibration=<settings -> CalibrationSpec>")
+    return make(settings)
 
 
 def build_scorer(settings: ScorerSettings, ctx: ScorerContext) -> Scorer:
-    return scorer_kinds()[settings.name].factory(settings, ctx)
+    always = {"seed": ctx.seed, "namespace": ctx.namespace, "scorer_model": ctx.scorer_model}
+    offers = {"llm": ctx.llm, "calibration": ctx.calibration, "prompt": ctx.prompt,
+              "oracle": ctx.oracle}
+    return SCORERS.build(settings, always, offers)

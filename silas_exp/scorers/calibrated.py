@@ -11,7 +11,7 @@ from pydantic import Field
 
 from silas_exp.context.window import LiveItem
 from silas_exp.feedback.calibration import fit_logistic
-from silas_exp.scorers.base import ScorerContext, ScorerSettings, register_scorer
+from silas_exp.scorers.base import CalibrationSpec, ScorerContext, ScorerSettings, register_scorer
 from silas_exp.scorers.features import feature_matrix
 from silas_exp.scorers.heuristic import HeuristicWeights, LinearScorer
 
@@ -26,7 +26,8 @@ class WeightsSettings(ScorerSettings):
 
 
 @register_scorer(
-    "weights", WeightsSettings, needs_calibration=True,
+    "weights", WeightsSettings, needs={"calibration"},
+    calibration=lambda s: CalibrationSpec(s.base, s.explore_rate, s.l2),
     description="variant A: logistic-regression weights fitted offline on feedback",
 )
 def _build_weights(settings: WeightsSettings, ctx: ScorerContext) -> LinearScorer:

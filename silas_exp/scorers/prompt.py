@@ -24,8 +24,17 @@ from silas_exp.errors import LLMError
 from silas_exp.feedback.calibration import age_bucket
 from silas_exp.llm.base import LLMRequest, Message
 from silas_exp.llm.simulated import register_responder
-from silas_exp.scorers.base import ScorerContext, ScorerSettings, ScorerUnavailable, register_scorer
+from silas_exp.scorers.base import (
+    CalibrationSpec,
+    ScorerContext,
+    ScorerSettings,
+    ScorerUnavailable,
+    register_scorer,
+)
 from silas_exp.scorers.heuristic import HeuristicWeights
+
+# calibration of variant B: shrinkage of the fit toward the control weights (as variant A's default)
+DEFAULT_L2 = 20.0
 
 SCORES_SCHEMA = {
     "type": "object",
@@ -128,7 +137,8 @@ class PromptScorer:
 
 
 @register_scorer(
-    "prompt", PromptScorerSettings, needs_calibration=True,
+    "prompt", PromptScorerSettings, needs={"llm", "prompt", "calibration"},
+    calibration=lambda s: CalibrationSpec(HeuristicWeights(), s.explore_rate, DEFAULT_L2),
     description="variant B: small-model scorer prompt with feedback-derived guidance",
 )
 def _build_prompt(settings: PromptScorerSettings, ctx: ScorerContext) -> PromptScorer:

@@ -36,7 +36,8 @@ class OracleScorer:
         return None
 
 
-@register_scorer("oracle", OracleSettings, description="reference ceiling: reads ground truth")
+@register_scorer("oracle", OracleSettings, needs={"oracle"}, reference=True,
+                 description="reference ceiling: reads ground truth")
 def _build_oracle(settings: OracleSettings, ctx: ScorerContext) -> OracleScorer:
     return OracleScorer(settings, ctx)
 
@@ -59,6 +60,7 @@ class RandomScorer:
         return None
 
 
-@register_scorer("random", RandomSettings, description="reference floor: seeded random scores")
+@register_scorer("random", RandomSettings, reference=True,
+                 description="reference floor: seeded random scores")
 def _build_random(settings: RandomSettings, ctx: ScorerContext) -> RandomScorer:
     return RandomScorer(ctx.seed, ctx.namespace)
