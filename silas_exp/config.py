@@ -23,8 +23,9 @@ from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.context.budget import TokenBudget
 from silas_exp.context.strategies import StrategySettings, validate_strategy_settings
 from silas_exp.errors import ConfigError, pydantic_error_to_config_error
+from silas_exp.llm.backends import BACKENDS
 from silas_exp.llm.settings import LLMSettings
-from silas_exp.probes.judge import JudgeSettings
+from silas_exp.probes.judge import JUDGES, JudgeSettings
 from silas_exp.scorers.base import ScorerSettings, validate_scorer_settings
 from silas_exp.scorers.prompt import PromptSettings
 
@@ -50,7 +51,7 @@ class KeepbackConfig(_Strict):
 
 class ModelConfig(_Strict):
     name: str
-    backend: Literal["simulated", "anthropic"]
+    backend: str  # an LLM backend kind: simulated, anthropic or a plug-in's
     scorer_id: str
     main_id: str
     judge_id: str
@@ -94,7 +95,7 @@ class ExperimentConfig(_Strict):
     eviction: SerializeAsAny[StrategySettings]
     model: ModelConfig
     prompt: PromptSettings
-    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    judge: SerializeAsAny[JudgeSettings] = Field(default_factory=JudgeSettings)
     llm: LLMSettings
     budget: TokenBudget = Field(default_factory=TokenBudget)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
@@ -110,6 +111,8 @@ class ExperimentConfig(_Strict):
             data = {**data, "scorer": validate_scorer_settings(data["scorer"])}
         if isinstance(data, dict) and isinstance(data.get("eviction"), Mapping):
             data = {**data, "eviction": validate_strategy_settings(data["eviction"])}
+        if isinstance(data, dict) and isinstance(data.get("judge"), Mapping):
+            data = {**data, "judge": JUDGES.validate(data["judge"])}
         return data
 
     @field_validator("repeats")
@@ -127,6 +130,11 @@ class ExperimentConfig(_Strict):
                              f"{'repeats_max' if self.repeats == 'auto' else 'repeats'}")
         if self.repeats_min > self.repeats_max:
             raise ValueError(f"repeats_min={self.repeats_min} > repeats_max={self.repeats_max}")
+        return self
+
+    @model_validator(mode="after")
+    def _backend_known(self) -> ExperimentConfig:
+        BACKENDS.get(self.llm.backend)  # ConfigError naming the options when unknown
         return self
 
     @model_validator(mode="after")

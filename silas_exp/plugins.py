@@ -82,8 +82,9 @@ class Registry:
     runner can offer."""
 
     def __init__(self, what: str, key: str, group: str, builtins: str,
-                 capabilities: Iterable[str], example: str) -> None:
+                 capabilities: Iterable[str], example: str, field: str = "name") -> None:
         self.what, self.key, self.group, self.example = what, key, group, example
+        self.field = field  # the settings field that names the kind
         self.capabilities = frozenset(capabilities)
         self._builtins_module = builtins
         self._kinds: dict[str, Kind] = {}
@@ -137,7 +138,7 @@ class Registry:
         ep = self._entry_points().get(name)
         if ep is None:
             raise ConfigError(
-                f"{self.key}.name = {name!r} is not a known {self.what}; choose one of "
+                f"{self.key}.{self.field} = {name!r} is not a known {self.what}; choose one of "
                 f"{self.names()} (e.g. {self.example}), install the package that provides it "
                 f"(entry point group {self.group!r}), or name its kind with {self.key}._target_")
         dist = f"{ep.dist.name} {ep.dist.version}" if ep.dist else "an installed package"
@@ -189,15 +190,16 @@ class Registry:
         target = data.pop("_target_", None)
         if target is not None:
             kind = self._target(str(target))
-            data.setdefault("name", kind.name)
-            if data["name"] != kind.name:
-                raise ConfigError(f"{self.key}.name = {data['name']!r} but {self.key}._target_ "
-                                  f"is the {self.what} {kind.name!r}; drop name or make them agree")
+            data.setdefault(self.field, kind.name)
+            if data[self.field] != kind.name:
+                raise ConfigError(f"{self.key}.{self.field} = {data[self.field]!r} but "
+                                  f"{self.key}._target_ is the {self.what} {kind.name!r}; drop "
+                                  f"{self.field} or make them agree")
         else:
-            name = data.get("name")
+            name = data.get(self.field)
             if not isinstance(name, str):
-                raise ConfigError(f"{self.key}.name is missing; choose one of {self.names()} "
-                                  f"(e.g. {self.example})")
+                raise ConfigError(f"{self.key}.{self.field} is missing; choose one of "
+                                  f"{self.names()} (e.g. {self.example})")
             kind = self.get(name)
         try:
             return kind.settings.model_validate(data)
@@ -205,7 +207,7 @@ class Registry:
             raise pydantic_error_to_config_error(exc, prefix=self.key) from None
 
     def kind_of(self, settings: BaseModel) -> Kind:
-        return self.get(getattr(settings, "name"))  # noqa: B009 (every settings model has a name)
+        return self.get(getattr(settings, self.field))
 
     def build(self, settings: BaseModel, always: Mapping[str, Any],
               offers: Mapping[str, Any]) -> Any:

@@ -40,7 +40,7 @@ from silas_exp.llm import LLMClient, build_client
 from silas_exp.metrics.classification import roc_auc
 from silas_exp.metrics.context import case_metrics
 from silas_exp.metrics.registry import undeclared
-from silas_exp.probes.judge import Judge
+from silas_exp.probes.judge import build_judge
 from silas_exp.probes.pipeline import run_probe_case
 from silas_exp.probes.report import PROBE_TABLE, run_probe_metrics
 from silas_exp.records import CASES_FILE, CaseLog, case_results
@@ -187,7 +187,7 @@ class _CaseRunner:
         namespace = f"{self.job.namespace}/{case.case_id}"
         strategy = self._strategy(sc, namespace, cfg.scorer, calibration, NeedOracle(sc.truth),
                                   ReplayStats())
-        judge = Judge(cfg.judge, self.llm, cfg.model.judge_id, namespace=f"{namespace}/judge")
+        judge = build_judge(cfg.judge, self.llm, cfg.model.judge_id, namespace=f"{namespace}/judge")
         result = run_probe_case(sc.session, plan, strategy, self.llm, judge, namespace=namespace,
                                 main_model=cfg.model.main_id,
                                 max_subscription_tokens=sc.budget.max_subscription_tokens)

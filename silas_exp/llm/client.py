@@ -16,6 +16,7 @@ from typing import Any
 from silas_exp.errors import BudgetExceeded, LLMError
 from silas_exp.llm import calls
 from silas_exp.llm.accounting import Accounting
+from silas_exp.llm.backends import build_backend
 from silas_exp.llm.base import LLMBackend, LLMRequest, LLMResponse
 from silas_exp.llm.budget import SpendLedger
 from silas_exp.llm.cache import ResponseCache
@@ -196,13 +197,8 @@ def build_client(settings: LLMSettings, *, seed: int, cache_dir: str | None,
     answer); the spend ledger exists only when ``llm.max_usd`` is set."""
     accounting = Accounting(dict(settings.prices))
     cache = None
-    if settings.backend == "simulated":
-        backend: LLMBackend = SimulatedBackend(seed, settings.simulated_latency_ms)
-    else:
-        from silas_exp.llm.anthropic_backend import AnthropicBackend
-
-        backend = AnthropicBackend(settings)
-        if settings.cache_mode != "off" and cache_dir:
-            cache = ResponseCache(Path(cache_dir) / "responses.sqlite", settings.cache_mode)
+    backend, kind = build_backend(settings, seed)
+    if kind.trait("cached", True) and settings.cache_mode != "off" and cache_dir:
+        cache = ResponseCache(Path(cache_dir) / "responses.sqlite", settings.cache_mode)
     ledger = SpendLedger(ledger_path) if settings.max_usd is not None and ledger_path else None
     return LLMClient(backend, settings, accounting, cache, ledger, job_key)

@@ -29,7 +29,7 @@ DEFAULT_PRICES: dict[str, ModelPrice] = {
 class LLMSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["simulated", "anthropic"] = "simulated"
+    backend: str = "simulated"  # an LLM backend kind (silas_exp.llm.backends)
     max_connections: int = Field(default=10, ge=1)
     timeout_s: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=4, ge=0)

@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean, pvariance
-from typing import Literal
+from typing import Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from silas_exp.errors import ConfigError, LLMError
 from silas_exp.llm.base import LLMRequest, Message
 from silas_exp.llm.simulated import register_responder
+from silas_exp.plugins import Kind, Registry
 from silas_exp.probes.facts import FILES, TECHNICAL, Fact, parse_answer
 from silas_exp.probes.rubric import CRITERIA, VERSION, rubric_text
 from silas_exp.probes.schema import ProbeSpec
@@ -61,7 +62,7 @@ class JudgeSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str = "offline"
-    kind: Literal["offline", "llm"] = "offline"
+    kind: str = "offline"  # a judge kind: built-in offline / llm, or a plug-in's
     repeats: int = Field(default=1, ge=1)
     human_labels: str | None = None  # JSON: [{"probe_id", "criterion_id", "score"}]
     kappa_floor: float = Field(default=0.4, ge=-1.0, le=1.0)
@@ -145,9 +146,42 @@ def simulated_judge(request: LLMRequest, rng: np.random.Generator) -> dict:
     return {"criteria": out}
 
 
-class Judge:
-    def __init__(self, settings: JudgeSettings, llm, model_id: str, namespace: str) -> None:
-        self.s, self.llm, self.model_id, self.namespace = settings, llm, model_id, namespace
+class Judge(Protocol):
+    """Grades one probe answer: a score 0–5 per criterion of ``probe.criteria``."""
+
+    def grade(self, probe: ProbeSpec, answer: str) -> Grade: ...
+
+
+JUDGES = Registry("judge", key="judge", group="silas_exp.judges", builtins="silas_exp.probes.judge",
+                  capabilities=("llm",), example="judge=llm", field="kind")
+
+
+def judge_kind(name: str, settings: type[JudgeSettings], factory, *, needs=(),
+               description: str = "") -> Kind:
+    """A plug-in judge kind (entry point group ``silas_exp.judges``, or ``judge._target_``);
+    the factory gets (settings, granted) with ``model_id``, ``namespace`` and, if
+    declared, ``llm``."""
+    return JUDGES.kind(name, settings, factory, needs=needs, description=description)
+
+
+def build_judge(settings: JudgeSettings, llm, model_id: str, namespace: str) -> Judge:
+    return JUDGES.build(settings, {"model_id": model_id, "namespace": namespace}, {"llm": llm})
+
+
+class OfflineJudge:
+    def __init__(self, settings: JudgeSettings, granted) -> None:
+        self.s = settings
+
+    def grade(self, probe: ProbeSpec, answer: str) -> Grade:
+        return offline_grade(probe, answer)
+
+
+class ModelJudge:
+    """The model judge: ``repeats`` gradings through the LLM layer, averaged."""
+
+    def __init__(self, settings: JudgeSettings, granted) -> None:
+        self.s, self.llm = settings, granted.llm
+        self.model_id, self.namespace = granted.model_id, granted.namespace
 
     def _llm_once(self, probe: ProbeSpec, answer: str, ns: str) -> Grade:
         request = judge_request(probe, answer, self.model_id)
@@ -162,13 +196,17 @@ class Judge:
                        "retry", reason="judge_incomplete")
 
     def grade(self, probe: ProbeSpec, answer: str) -> Grade:
-        if self.s.kind == "offline":
-            return offline_grade(probe, answer)
         grades = [self._llm_once(probe, answer, f"{self.namespace}/{probe.probe_id}/j{k}")
                   for k in range(self.s.repeats)]
         scores = {c: fmean(g.scores[c] for g in grades) for c in probe.criteria}
         variance = {c: pvariance([g.scores[c] for g in grades]) for c in probe.criteria}
         return Grade(scores, grades[0].reasoning, variance)
+
+
+JUDGES.register("offline", JudgeSettings, description="deterministic grading from ground truth "
+                "(embedded default)")(OfflineJudge)
+JUDGES.register("llm", JudgeSettings, needs={"llm"},
+                description="a model grades with the rubric (model.judge_id)")(ModelJudge)
 
 
 @dataclass(frozen=True)

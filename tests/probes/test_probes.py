@@ -9,7 +9,7 @@ import pytest
 
 from silas_exp.config import validate
 from silas_exp.probes.generate import build_probe_suite
-from silas_exp.probes.judge import Judge, JudgeSettings, judge_request, offline_grade
+from silas_exp.probes.judge import JudgeSettings, build_judge, judge_request, offline_grade
 from silas_exp.probes.rubric import dimension_scores, overall_score
 from silas_exp.probes.schema import ProbeSpec
 from silas_exp.runner import JobSpec, run_job
@@ -104,7 +104,7 @@ def test_claude_judge_malformed_grading_is_retried_once_then_an_error(compose, t
     with FakeMessagesServer() as srv:  # its default judge answer lists no criteria
         settings = LLMSettings(backend="anthropic", base_url=srv.base_url, max_retry_wait_s=0.01)
         with build_client(settings, seed=0, cache_dir=None) as llm:
-            judge = Judge(JudgeSettings(kind="llm"), llm, "claude-haiku-4-5", "ns")
+            judge = build_judge(JudgeSettings(kind="llm"), llm, "claude-haiku-4-5", "ns")
             from silas_exp.errors import LLMError
 
             with pytest.raises(LLMError) as err:

@@ -10,7 +10,7 @@ from silas_exp.context.strategies import StrategyDeps
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.probes.extract import text_facts
-from silas_exp.probes.judge import Judge, JudgeSettings
+from silas_exp.probes.judge import JudgeSettings, build_judge
 from silas_exp.probes.pipeline import run_probe_case
 from silas_exp.probes.schema import ProbePlan, ProbeSpec
 from silas_exp.schema.eviction import ContextZone
@@ -75,7 +75,7 @@ def test_empty_summary_is_counted_per_case():
     out = {}
     for style in ("anchored", "opaque"):
         strategy = Summarise(SummarySettings(name=style, style=style, keep_recent_turns=6), deps)
-        judge = Judge(JudgeSettings(), deps.llm, "sim", namespace="j")
+        judge = build_judge(JudgeSettings(), deps.llm, "sim", namespace="j")
         out[style] = run_probe_case(session, plan, strategy, deps.llm, judge, namespace=style,
                                     main_model="sim", max_subscription_tokens=1000).metrics
     assert out["anchored"]["probe.empty_summaries"] == 1.0
@@ -84,7 +84,7 @@ def test_empty_summary_is_counted_per_case():
         SessionItem(ctx_id=f"m{t}", turn=t, zone=ContextZone.WORKSPACE, kind="tool_result",
                     text=TOOL_OUTPUT, tokens=60) for t in range(turns)])
     strategy = Summarise(SummarySettings(name="anchored", keep_recent_turns=6), deps)
-    judge = Judge(JudgeSettings(), deps.llm, "sim", namespace="j")
+    judge = build_judge(JudgeSettings(), deps.llm, "sim", namespace="j")
     metrics = run_probe_case(with_facts, plan, strategy, deps.llm, judge, namespace="w",
                              main_model="sim", max_subscription_tokens=1000).metrics
     assert metrics["probe.empty_summaries"] == 0.0
