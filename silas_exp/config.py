@@ -25,6 +25,7 @@ from silas_exp.context.strategies import StrategySettings, validate_strategy_set
 from silas_exp.errors import ConfigError, pydantic_error_to_config_error
 from silas_exp.llm.backends import BACKENDS
 from silas_exp.llm.settings import LLMSettings
+from silas_exp.metrics.plugins import case_metric_functions
 from silas_exp.probes.judge import JUDGES, JudgeSettings
 from silas_exp.scorers.base import ScorerSettings, validate_scorer_settings
 from silas_exp.scorers.prompt import PromptSettings
@@ -73,6 +74,13 @@ class TrackingConfig(_Strict):
 class MetricsConfig(_Strict):
     horizon: int = Field(default=20, ge=1)  # look-ahead for need-graded ranking metrics
     optimize: str = "context.retrieval_relevance"
+    plugins: list[str] = Field(default_factory=list)  # plug-in case metrics to compute (keys)
+
+    @field_validator("plugins")
+    @classmethod
+    def _plugins_installed(cls, names: list[str]) -> list[str]:
+        case_metric_functions(names)  # ConfigError naming the installed options
+        return names
 
 
 class PathsConfig(_Strict):
@@ -155,6 +163,8 @@ class ExperimentConfig(_Strict):
         data = self.model_dump(mode="json", exclude={"repeat", "tracking", "paths", "fail_fast", "resume",
                                                        "analysis", "repeats_min", "repeats_max"})
         data["llm"] = {k: v for k, v in data["llm"].items() if k not in ("cache_dir", "cache_mode")}
+        if not data["metrics"]["plugins"]:  # hashes of configs without plug-in metrics stay as they were
+            del data["metrics"]["plugins"]
         blob = json.dumps(data, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

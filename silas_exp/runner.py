@@ -39,6 +39,7 @@ from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMClient, build_client
 from silas_exp.metrics.classification import roc_auc
 from silas_exp.metrics.context import case_metrics
+from silas_exp.metrics.plugins import case_metric_functions
 from silas_exp.metrics.registry import undeclared
 from silas_exp.probes.judge import build_judge
 from silas_exp.probes.pipeline import run_probe_case
@@ -109,6 +110,7 @@ class _CaseRunner:
         self.cfg, self.job, self.loaded, self.llm, self.store = cfg, job, loaded, llm, store
         self.errors: list[str] = []
         self.probe_rows: list[dict] = []
+        self.plugin_metrics = case_metric_functions(cfg.metrics.plugins)
 
     def _strategy(self, sc, namespace: str, scorer_settings, calibration, oracle: NeedOracle,
                   stats: ReplayStats):
@@ -220,6 +222,8 @@ class _CaseRunner:
             stats, oracle, shared = self.replay_case(case, self.cfg.scorer, calibration, reference)
         metrics = case_metrics(stats, oracle, self.cfg.metrics.horizon)
         metrics.update(shared)
+        for key, compute in self.plugin_metrics.items():
+            metrics[key] = float(compute(stats, oracle, self.cfg.metrics.horizon))
         evicted = [cid for _, cid in stats.evictions][:MAX_EVICTED_LOGGED]
         return metrics, "\n".join(stats.retained), evicted, None
 

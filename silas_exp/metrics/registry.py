@@ -78,7 +78,9 @@ def find_spec(key: str) -> MetricSpec | None:
         spec = _SPECS.get(".".join(parts[:n]) + ".*")
         if spec is not None:
             return spec
-    return None
+    from silas_exp.metrics.plugins import declare_installed  # plug-ins register on first use
+
+    return declare_installed(key)
 
 
 def spec(key: str) -> MetricSpec:

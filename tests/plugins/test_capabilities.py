@@ -83,3 +83,11 @@ def test_a_target_setting_is_validated_like_a_built_in() -> None:
     with pytest.raises(ConfigError) as err:
         validate_scorer_settings({"_target_": "tests.plugins.kinds.LONGEST", "depth": 3})
     assert "scorer.depth is not a known option" in str(err.value)
+
+
+def test_an_unlisted_metric_plugin_is_a_config_error() -> None:
+    from silas_exp.metrics.plugins import case_metric_functions
+
+    with pytest.raises(ConfigError) as err:
+        case_metric_functions(["nope.metric"])
+    assert "metrics.plugins" in str(err.value) and "silas_exp.metrics" in str(err.value)

@@ -50,7 +50,8 @@ def jobs(sweep: Path) -> dict[str, list[dict]]:
 
 
 def test_plugin_scorer_and_strategy_sweep_against_the_control(installed, tmp_path) -> None:
-    done = run(tmp_path, installed, "-m", "scorer=heuristic,recency", "repeats=2", "tracking=none")
+    done = run(tmp_path, installed, "-m", "scorer=heuristic,recency", "repeats=2", "tracking=none",
+               "metrics.plugins=[example.evicted_share]")
     assert done.returncode == 0, done.stderr[-3000:]
     sweep = tmp_path / "multirun"
     found = jobs(sweep)
@@ -61,6 +62,10 @@ def test_plugin_scorer_and_strategy_sweep_against_the_control(installed, tmp_pat
     assert plugin != control  # the plug-in really scored
     report = (sweep / "ablation.md").read_text()
     assert "scorer=recency" in report and "scorer=heuristic" in report
+    # the plug-in metric: in every job's metrics, per case, and in the report
+    share = [r["metrics"]["example.evicted_share"] for rs in found.values() for r in rs]
+    assert all(0.0 <= v <= 1.0 for v in share) and len(set(share)) > 1
+    assert "example.evicted_share" in report
     assert any(word in done.stdout for word in ("scorer=recency: ship", "scorer=recency: do not ship",
                                                 "scorer=recency: inconclusive"))
 
