@@ -48,7 +48,7 @@ LAUNCHERS = {
 
 def make_cpu_suite(root: Path, scale: int) -> Path:
     """The default suite's mix, sessions ``scale`` times longer (deterministic)."""
-    from silas_exp.suites.build import SHIPPED, write_suite
+    from silas_exp.data.suites.build import SHIPPED, write_suite
 
     recipe = next(r for r in SHIPPED if r.name == "default")
     longer = replace(recipe, name=f"default_x{scale}",

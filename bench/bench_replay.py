@@ -28,13 +28,13 @@ from _results import save  # bench/ helper
 from silas_exp.context.budget import PROFILES, TokenBudget
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
-from silas_exp.context.two_tier import TwoTierEviction, TwoTierSettings
+from silas_exp.data.suites.build import peak_usage
+from silas_exp.data.suites.generator import generate_session, spec_for
+from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.scorers import ScorerContext, build_scorer, validate_scorer_settings
-from silas_exp.suites.build import peak_usage
-from silas_exp.suites.generator import generate_session, spec_for
 
 REPO = Path(__file__).resolve().parents[1]
 HORIZON = 20  # the oracle scorer's look-ahead (metrics.horizon)

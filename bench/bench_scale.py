@@ -33,7 +33,7 @@ from _results import save  # bench/ helper
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the checkout this bench sits in, as the jobs it runs
 
-from silas_exp.suites.scale import MEDIAN_TURNS, scale_name, write_scale_suite  # noqa: E402
+from silas_exp.data.suites.scale import MEDIAN_TURNS, scale_name, write_scale_suite  # noqa: E402
 
 RSS_TARGET_MIB = 1024
 LINEAR_TARGET = 1.2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from silas_exp.probes.generate import write_probe_suite
+from silas_exp.data.probe_sessions import write_probe_suite
 
 
 def main() -> None:

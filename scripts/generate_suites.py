@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from silas_exp.suites.build import SHIPPED, write_suite
+from silas_exp.data.suites.build import SHIPPED, write_suite
 
 
 def main() -> None:

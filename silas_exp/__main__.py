@@ -1,6 +1,6 @@
 import gc
 
-from silas_exp.app import main
+from silas_exp.cli.app import main
 
 if __name__ == "__main__":
     try:

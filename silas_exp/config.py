@@ -21,8 +21,8 @@ from pydantic import (
 
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.context.budget import TokenBudget
-from silas_exp.context.strategies import StrategySettings, validate_strategy_settings
 from silas_exp.errors import ConfigError, pydantic_error_to_config_error
+from silas_exp.eviction.base import StrategySettings, validate_strategy_settings
 from silas_exp.llm.backends import BACKENDS
 from silas_exp.llm.settings import LLMSettings
 from silas_exp.metrics.plugins import case_metric_functions

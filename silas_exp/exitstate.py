@@ -1,4 +1,4 @@
-"""Process-wide facts the CLI needs to pick an exit code (see silas_exp.app)."""
+"""Process-wide facts the CLI needs to pick an exit code (see silas_exp.cli.app)."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from silas_exp.context.features import feature_matrix
 from silas_exp.context.window import LiveItem
 from silas_exp.errors import LLMError
 from silas_exp.feedback.store import FeedbackStore
@@ -34,7 +35,6 @@ from silas_exp.schema.eviction import (
     FeedbackRecord,
     ProposalRecord,
 )
-from silas_exp.scorers.features import feature_matrix
 
 KEEPBACK_SCHEMA = {
     "type": "object",

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from silas_exp.facts.fact import KINDS, Fact, norm
 from silas_exp.llm.base import LLMRequest, Message
 from silas_exp.llm.simulated import register_responder
-from silas_exp.probes.facts import KINDS, Fact, norm
 from silas_exp.probes.schema import ProbeSpec
 
 RECALL, GUESS = 0.95, 0.15

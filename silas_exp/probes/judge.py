@@ -37,10 +37,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from silas_exp.errors import ConfigError, LLMError
+from silas_exp.facts.fact import FILES, TECHNICAL, Fact, parse_answer
 from silas_exp.llm.base import LLMRequest, Message
 from silas_exp.llm.simulated import register_responder
 from silas_exp.plugins import Kind, Registry
-from silas_exp.probes.facts import FILES, TECHNICAL, Fact, parse_answer
 from silas_exp.probes.rubric import CRITERIA, VERSION, rubric_text
 from silas_exp.probes.schema import ProbeSpec
 

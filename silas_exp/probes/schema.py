@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from silas_exp.probes.facts import Fact
+from silas_exp.facts.fact import Fact
 from silas_exp.probes.rubric import CRITERIA
 
 ProbeType = Literal["recall", "artifact", "continuation", "decision"]

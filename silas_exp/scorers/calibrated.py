@@ -9,10 +9,10 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field
 
+from silas_exp.context.features import feature_matrix
 from silas_exp.context.window import LiveItem
 from silas_exp.feedback.calibration import fit_logistic
 from silas_exp.scorers.base import CalibrationSpec, ScorerContext, ScorerSettings, register_scorer
-from silas_exp.scorers.features import feature_matrix
 from silas_exp.scorers.heuristic import HeuristicWeights, LinearScorer
 
 NonNeg = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]

@@ -15,9 +15,9 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from silas_exp.context.features import FEATURES, linear_scores
 from silas_exp.context.window import LiveItem
 from silas_exp.scorers.base import ScorerContext, ScorerSettings, register_scorer
-from silas_exp.scorers.features import FEATURES, linear_scores
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 NonNeg = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]

@@ -23,7 +23,7 @@ from silas_exp.analysis.summary import failures, read_job_records, variant_table
 from silas_exp.config import ExperimentConfig, validate
 from silas_exp.errors import SilasExpError, TrackingError
 from silas_exp.exitstate import STATE
-from silas_exp.progress import planned_jobs
+from silas_exp.run.progress import planned_jobs
 from silas_exp.tracking import background
 from silas_exp.tracking.jobs import (
     SweepInfo,

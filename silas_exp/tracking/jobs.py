@@ -31,7 +31,7 @@ from silas_exp.tracking.payload import (
 
 if TYPE_CHECKING:  # mlflow is imported only where a store is opened (~1.2 s)
     from silas_exp.config import ExperimentConfig
-    from silas_exp.runner import JobOutcome, JobSpec
+    from silas_exp.run.job import JobOutcome, JobSpec
     from silas_exp.tracking.store import MlflowStore
 
 SWEEP_FILE = "sweep.json"

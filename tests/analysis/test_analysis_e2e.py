@@ -16,7 +16,7 @@ from ..conftest import REPO
 def _cli(tmp_path, *args):
     env = {"MLFLOW_DISABLE_TELEMETRY": "true", "SILAS_EXP_ROOT": str(tmp_path),
            "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "silas_exp.cli", *args], cwd=tmp_path, env=env,
+    return subprocess.run([sys.executable, "-m", "silas_exp.cli.main", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
 
 

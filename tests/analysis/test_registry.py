@@ -19,7 +19,7 @@ from silas_exp.metrics.registry import (
     spec,
     undeclared,
 )
-from silas_exp.runner import make_job, run_job
+from silas_exp.run.job import make_job, run_job
 
 from ..conftest import REPO
 

@@ -8,7 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from silas_exp.config import validate
-from silas_exp.runner import make_job, run_job
+from silas_exp.run.job import make_job, run_job
 
 SEEDS = (0, 1, 2)
 

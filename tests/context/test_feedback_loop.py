@@ -9,8 +9,8 @@ import numpy as np
 
 from silas_exp.context.budget import TokenBudget, ZoneShares
 from silas_exp.context.stats import ReplayStats
-from silas_exp.context.two_tier import TwoTierEviction, TwoTierSettings
 from silas_exp.context.window import LiveItem, Window
+from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from silas_exp.context.two_tier import candidate_records
 from silas_exp.context.window import LiveItem
+from silas_exp.eviction.two_tier import candidate_records
 from silas_exp.feedback.flush import feedback_record
 from silas_exp.schema.eviction import (
     CandidateRecord,

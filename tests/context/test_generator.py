@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import filecmp
 
-from silas_exp.suites.build import SHIPPED, write_suite
-from silas_exp.suites.generator import generate_session, spec_for
+from silas_exp.data.suites.build import SHIPPED, write_suite
+from silas_exp.data.suites.generator import generate_session, spec_for
 
 from ..conftest import REPO
 
@@ -40,8 +40,8 @@ def test_shipped_suites_match_the_generator(tmp_path):
 
 
 def test_scale_suite_is_deterministic_realistic_and_loads(tmp_path):
-    from silas_exp.suites.loader import load_suite
-    from silas_exp.suites.scale import scale_recipe, write_scale_suite
+    from silas_exp.data.suites.loader import load_suite
+    from silas_exp.data.suites.scale import scale_recipe, write_scale_suite
 
     recipe = scale_recipe(400, seed=3)
     assert recipe == scale_recipe(400, seed=3) and recipe.mix != scale_recipe(400, seed=4).mix

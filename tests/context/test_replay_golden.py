@@ -30,7 +30,9 @@ import pytest
 from silas_exp.context.budget import PROFILES, TokenBudget, ZoneShares
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
-from silas_exp.context.two_tier import TwoTierEviction, TwoTierSettings
+from silas_exp.data.suites.build import fitted_shares, peak_usage
+from silas_exp.data.suites.generator import generate_session, spec_for
+from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
 from silas_exp.feedback.calibration import calibrate
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import FeedbackStore
@@ -44,8 +46,6 @@ from silas_exp.scorers import (
 )
 from silas_exp.scorers.heuristic import HeuristicWeights
 from silas_exp.scorers.prompt import PromptSettings
-from silas_exp.suites.build import fitted_shares, peak_usage
-from silas_exp.suites.generator import generate_session, spec_for
 
 from ..conftest import CONF
 

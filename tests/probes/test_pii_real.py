@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from silas_exp.probes.pii import Scrubber, scrub, scrub_obj
+from silas_exp.data.transcripts.pii import Scrubber, scrub, scrub_obj
 
 GIT_LOG = """$ git log -2
 commit 9fceb02d0ae598e95dc970b74767f19372d61af8

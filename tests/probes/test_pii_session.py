@@ -3,7 +3,7 @@ are removed everywhere; SQL password literals are secrets; idempotent."""
 
 from __future__ import annotations
 
-from silas_exp.probes.pii import Scrubber, scrub
+from silas_exp.data.transcripts.pii import Scrubber, scrub
 
 GIT_LOG = """commit 4c1d2e7a9b
 Author: Jane Doe <jane@example.com>

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from silas_exp.config import validate
-from silas_exp.probes.generate import build_probe_suite
+from silas_exp.data.probe_sessions import build_probe_suite
 from silas_exp.probes.judge import JudgeSettings, build_judge, judge_request, offline_grade
 from silas_exp.probes.rubric import dimension_scores, overall_score
 from silas_exp.probes.schema import ProbeSpec
-from silas_exp.runner import JobSpec, run_job
+from silas_exp.run.job import JobSpec, run_job
 from tests.conftest import REPO
 
 PROBE = ProbeSpec(probe_id="p", type="artifact", cut=0, question="Which files?",

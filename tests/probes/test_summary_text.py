@@ -4,12 +4,12 @@ summary is counted, never silent."""
 from __future__ import annotations
 
 from silas_exp.context.budget import TokenBudget, ZoneShares
-from silas_exp.context.compression import Summarise, SummarySettings, Truncate
 from silas_exp.context.stats import ReplayStats
-from silas_exp.context.strategies import StrategyDeps
 from silas_exp.context.window import LiveItem, Window
+from silas_exp.eviction.base import StrategyDeps
+from silas_exp.eviction.compression import Summarise, SummarySettings, Truncate
+from silas_exp.facts.extract import text_facts
 from silas_exp.llm import LLMSettings, build_client
-from silas_exp.probes.extract import text_facts
 from silas_exp.probes.judge import JudgeSettings, build_judge
 from silas_exp.probes.pipeline import run_probe_case
 from silas_exp.probes.schema import ProbePlan, ProbeSpec

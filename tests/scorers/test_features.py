@@ -7,9 +7,9 @@ from itertools import product
 
 import numpy as np
 
+from silas_exp.context.features import FEATURES, feature_matrix, linear_scores, sigmoid
 from silas_exp.context.window import LiveItem
 from silas_exp.schema.eviction import ContextZone
-from silas_exp.scorers.features import FEATURES, feature_matrix, linear_scores, sigmoid
 
 
 def reference_row(item: LiveItem, turn: int) -> np.ndarray:

@@ -11,9 +11,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from silas_exp.config import validate
+from silas_exp.data.suites.loader import load_suite
 from silas_exp.errors import SuiteError
-from silas_exp.runner import make_job, run_job
-from silas_exp.suites.loader import load_suite
+from silas_exp.run.job import make_job, run_job
 
 from .test_schema import SNAPSHOT_ITEMS, SPEC_SUITE
 

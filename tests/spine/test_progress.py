@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from silas_exp.progress import planned_jobs, progress_note
+from silas_exp.run.progress import planned_jobs, progress_note
 
 SILAS = "hydra_plugins.silas_sweeper.silas_sweeper.SilasSweeper"
 

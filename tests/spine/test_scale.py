@@ -8,12 +8,12 @@ import json
 
 from omegaconf import OmegaConf
 
-import silas_exp.runner as runner
+import silas_exp.run.job as runner
 from silas_exp.config import validate
 from silas_exp.context.budget import TokenBudget
+from silas_exp.data.suites import loader
 from silas_exp.records import CASES_FILE, case_results, read_record
-from silas_exp.runner import make_job, run_job
-from silas_exp.suites import loader
+from silas_exp.run.job import make_job, run_job
 from silas_exp.tracking.jobs import case_tables
 
 from ..conftest import REPO
@@ -52,7 +52,7 @@ def test_results_stream_to_a_file_and_read_back(compose, tmp_path):
 
 
 def test_case_table_comes_in_chunks_with_the_same_columns(compose, tmp_path):
-    from silas_exp.app import _write_result
+    from silas_exp.cli.app import _write_result
 
     out = _job(compose, tmp_path / "job")
     _write_result(tmp_path / "job", "v", 0, out, None)

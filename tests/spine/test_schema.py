@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from silas_exp.context.budget import TokenBudget
+from silas_exp.data.suites.loader import load_suite, session_case
 from silas_exp.errors import SuiteError
 from silas_exp.schema import (
     BenchmarkRun,
@@ -16,7 +17,6 @@ from silas_exp.schema import (
     EvictionFeedback,
     EvictionProposal,
 )
-from silas_exp.suites.loader import load_suite, session_case
 
 from ..conftest import REPO
 

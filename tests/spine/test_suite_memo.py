@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from silas_exp.suites.memo import load_suite_cached
+from silas_exp.data.suites.memo import load_suite_cached
 
 from ..conftest import REPO
 

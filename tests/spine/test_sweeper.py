@@ -68,7 +68,7 @@ def test_check_all_composes_every_job_like_the_basic_sweeper(cli, tmp_path):
 def test_an_install_without_the_plugin_is_told_to_reinstall(monkeypatch, capsys):
     import importlib.util
 
-    from silas_exp import app
+    from silas_exp.cli import app
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",

@@ -63,7 +63,7 @@ def test_results_survive_a_tracking_failure_and_upload_later(tmp_path):
     info = json.loads((tmp_path / "ms" / "sweep.json").read_text())
     info.update(artifact_root=str(tmp_path / "artifacts2"), experiment_id=None, parent_run_id=None)
     (tmp_path / "ms" / "sweep.json").write_text(json.dumps(info))
-    up = subprocess.run([sys.executable, "-m", "silas_exp.cli", "upload", str(tmp_path / "ms"),
+    up = subprocess.run([sys.executable, "-m", "silas_exp.cli.main", "upload", str(tmp_path / "ms"),
                          "--tracking-uri", f"sqlite:///{tmp_path / 'late.db'}"], cwd=tmp_path, env=ENV,
                         capture_output=True, text=True, timeout=120)
     assert up.returncode == 0, up.stderr

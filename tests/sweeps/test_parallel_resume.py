@@ -111,7 +111,7 @@ def test_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
     assert _ablation_body((cut_root / "ms2" / "ablation.md").read_text()) == expected
     sweep_id = json.loads((cut_root / "ms2" / "sweep.json").read_text())["sweep_id"]
     from_mlflow = subprocess.run(
-        [sys.executable, "-m", "silas_exp.cli", "ablation", sweep_id, "--out", str(tmp_path / "a")],
+        [sys.executable, "-m", "silas_exp.cli.main", "ablation", sweep_id, "--out", str(tmp_path / "a")],
         cwd=cut_root, env={**ENV, "SILAS_EXP_ROOT": str(cut_root)}, capture_output=True, text=True)
     assert from_mlflow.returncode == 0, from_mlflow.stderr
     assert _ablation_body((tmp_path / "a" / "ablation.md").read_text()) == expected

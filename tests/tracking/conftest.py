@@ -23,7 +23,7 @@ def _no_mlflow_env(monkeypatch):
 
 def run_silas(tmp, *args: str, env: dict | None = None, module: str = "silas_exp",
               isolate: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m silas_exp`` (or ``silas_exp.cli``) with the tmp folder's paths."""
+    """``python -m silas_exp`` (or ``silas_exp.cli.main``) with the tmp folder's paths."""
     extra = isolated_overrides(tmp) if isolate and module == "silas_exp" else []
     return subprocess.run([sys.executable, "-m", module, *args, *extra], cwd=REPO,
                           env={**CLEAN_ENV, "MLFLOW_DISABLE_TELEMETRY": "true", **(env or {})},

@@ -20,7 +20,7 @@ from .conftest import run_silas
 
 def _cli(tmp: Path, *args: str) -> object:
     return run_silas(tmp, *args, "--tracking-uri", f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}",
-                     module="silas_exp.cli")
+                     module="silas_exp.cli.main")
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ def test_environment_then_config_wins(compose, monkeypatch):
 
 
 def test_management_cli_follows_the_environment(monkeypatch):
-    from silas_exp.cli import build_parser, default_uri
+    from silas_exp.cli.main import build_parser, default_uri
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow.team:5000")
     assert default_uri() == "http://mlflow.team:5000"

@@ -3,7 +3,7 @@ long enough to put the window under eviction pressure."""
 
 from __future__ import annotations
 
-from silas_exp.transcripts.events import Event, RawSession
+from silas_exp.data.transcripts.events import Event, RawSession
 
 CODE = "\n".join(f"    line_{i} = compute_value_{i}(payload)  # step {i}" for i in range(40))
 

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from silas_exp.data.transcripts.events import ReadOptions
 
+from silas_exp.data.transcripts import readers
 from silas_exp.errors import SuiteError
-from silas_exp.transcripts import readers
-from silas_exp.transcripts.events import ReadOptions
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -29,7 +29,7 @@ def test_fixtures(name, fmt):
     ("swe_agent", "httpkit__httpkit-42.traj", "swe-agent"),
 ])
 def test_other_tools_fixtures(module, name, fmt):
-    pytest.importorskip(f"silas_exp.transcripts.readers.{module}")
+    pytest.importorskip(f"silas_exp.data.transcripts.readers.{module}")
     assert readers.detect(FIX / name) == fmt
 
 
@@ -113,7 +113,7 @@ def test_a_reader_module_not_there_yet_is_skipped(monkeypatch):
     real = importlib.import_module
 
     def without_aider(name, *args):
-        if name == "silas_exp.transcripts.readers.aider":
+        if name == "silas_exp.data.transcripts.readers.aider":
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return real(name, *args)
 
@@ -127,7 +127,7 @@ def test_a_missing_dependency_inside_a_reader_is_not_hidden(monkeypatch):
     real = importlib.import_module
 
     def broken(name, *args):
-        if name == "silas_exp.transcripts.readers.claude_code":
+        if name == "silas_exp.data.transcripts.readers.claude_code":
             raise ModuleNotFoundError("No module named 'yaml'", name="yaml")
         return real(name, *args)
 

@@ -30,9 +30,9 @@ from typing import Any
 import pytest
 
 from silas_exp.analysis.summary import HEADLINE
-from silas_exp.probes.facts import Fact, norm
+from silas_exp.data.suites.loader import CALIBRATION_TAG, load_suite
+from silas_exp.facts.fact import Fact, norm
 from silas_exp.records import case_results, read_record
-from silas_exp.suites.loader import CALIBRATION_TAG, load_suite
 from tests.transcripts.script import coding_script
 from tests.transcripts.writers import FORMATS, write
 
@@ -56,7 +56,7 @@ def organic(tmp_path_factory) -> Imported:
     paths = [write(fmt, script, tmp / "transcripts") for fmt in FORMATS]
     paths.append(write("claude-code", coding_script("warmup", rounds=6), tmp / "calibration"))
     out = tmp / "suite"
-    r = subprocess.run([sys.executable, "-m", "silas_exp.cli", "import", *map(str, paths),
+    r = subprocess.run([sys.executable, "-m", "silas_exp.cli.main", "import", *map(str, paths),
                         "--out", str(out), "--opt-in"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     report = json.loads((out / "import_report.json").read_text())

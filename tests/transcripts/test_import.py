@@ -12,18 +12,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from silas_exp.data.transcripts.suite import ImportSettings, write_suite
 
+from silas_exp.data.suites.loader import load_suite
 from silas_exp.errors import SuiteError
 from silas_exp.records import read_record, with_case_results
-from silas_exp.suites.loader import load_suite
-from silas_exp.transcripts.suite import ImportSettings, write_suite
 from tests.transcripts.sessions import coding_session
 
 FIX = Path(__file__).parent / "fixtures"
 
 
 def silas_exp(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "silas_exp.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "silas_exp.cli.main", *args], capture_output=True,
                           text=True, timeout=120)
 
 

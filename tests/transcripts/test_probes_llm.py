@@ -10,12 +10,12 @@ import json
 import re
 
 import pytest
+from silas_exp.data.transcripts.suite import ImportSettings, ProbeModel, write_suite
 
-from silas_exp.cli import main
+from silas_exp.cli.main import main
+from silas_exp.data.suites.loader import load_suite
+from silas_exp.facts.fact import norm
 from silas_exp.llm import LLMSettings, build_client
-from silas_exp.probes.facts import norm
-from silas_exp.suites.loader import load_suite
-from silas_exp.transcripts.suite import ImportSettings, ProbeModel, write_suite
 from tests.fakes.messages_server import API_KEY, FakeMessagesServer, Fault, default_responder
 from tests.transcripts.sessions import coding_session
 from tests.transcripts.test_import import FIX

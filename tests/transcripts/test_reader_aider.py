@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from silas_exp.data.transcripts.readers import aider, head_of
 
 from silas_exp.errors import SuiteError
-from silas_exp.transcripts.readers import aider, head_of
 
 FIX = Path(__file__).parent / "fixtures"
 BASIC = FIX / "aider_basic.aider.chat.history.md"

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from silas_exp.data.transcripts.events import ReadOptions
+from silas_exp.data.transcripts.readers import claude_code
 
 from silas_exp.errors import SuiteError
-from silas_exp.transcripts.events import ReadOptions
-from silas_exp.transcripts.readers import claude_code
 
 FIX = Path(__file__).parent / "fixtures"
 SESSION, COMPACT = FIX / "claude_code_session.jsonl", FIX / "claude_code_compact.jsonl"

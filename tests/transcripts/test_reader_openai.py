@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from silas_exp.data.transcripts.readers import openai
 
 from silas_exp.errors import SuiteError
-from silas_exp.transcripts.readers import openai
 
 FIX = Path(__file__).parent / "fixtures"
 CHAT = FIX / "openai_chat.jsonl"

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from silas_exp.data.transcripts.readers import head_of, swe_agent
 
 from silas_exp.errors import SuiteError
-from silas_exp.transcripts.readers import head_of, swe_agent
 
 FIX = Path(__file__).parent / "fixtures"
 FC, LEGACY = FIX / "swe_agent_fc.traj", FIX / "swe_agent_legacy.traj"

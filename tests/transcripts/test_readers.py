@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from silas_exp.data.transcripts import readers
 from silas_exp.errors import SuiteError
-from silas_exp.transcripts import readers
 
 FIX = Path(__file__).parent / "fixtures"
 CC, AIDER = FIX / "claude_code_session.jsonl", FIX / "httpkit.aider.chat.history.md"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from silas_exp.transcripts.build import Scrubber, build_drafts, finish_drafts, scrub_drafts
-from silas_exp.transcripts.events import Event, RawSession
-from silas_exp.transcripts.facts import extract_facts
-from silas_exp.transcripts.readers import aider
-from silas_exp.transcripts.truth import derive_truth
+from silas_exp.data.transcripts.build import Scrubber, build_drafts, finish_drafts, scrub_drafts
+from silas_exp.data.transcripts.events import Event, RawSession
+from silas_exp.data.transcripts.facts import extract_facts
+from silas_exp.data.transcripts.readers import aider
+from silas_exp.data.transcripts.truth import derive_truth
 
 FIX = Path(__file__).parent / "fixtures"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from silas_exp.context.strategies import StrategySettings, strategy_kind
 from silas_exp.context.window import Window
+from silas_exp.eviction.base import StrategySettings, strategy_kind
 
 
 class LruSettings(StrategySettings):

@@ -28,7 +28,7 @@ format's real on-disk shape, as the tool itself writes it:
   ``ContextItem`` field names (``content``, ``token_count``, ``turn_number``,
   ``source``).
 
-One module per format (as :mod:`silas_exp.transcripts.readers`), each with
+One module per format (as :mod:`silas_exp.data.transcripts.readers`), each with
 ``<format>(script) -> (file name, text)``; ``write`` puts one in a folder.
 """
 

@@ -1,0 +1,301 @@
+"""Analysis subcommands of ``silas-exp`` (registered by silas_exp.cli.main)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+from silas_exp.errors import AnalysisError, RegressionFound
+
+
+def _reader(args):
+    from silas_exp.tracking.reader import Reader
+
+    return Reader(args.tracking_uri)
+
+
+def ablation_settings(args):
+    """``--control``, ``--gate``, ``--margin KEY=VALUE`` … as AnalysisSettings
+    (validated like the config group, same errors)."""
+    from pydantic import ValidationError
+
+    from silas_exp.analysis.settings import AnalysisSettings
+    from silas_exp.errors import pydantic_error_to_config_error
+
+    raw = {"control": args.control, "use_baseline": not args.no_baseline,
+           "correction": args.correction, "confidence": args.confidence}
+    if args.gate:
+        raw["gate"] = args.gate
+    margins = {}
+    for item in args.margin:
+        key, sep, value = item.partition("=")
+        try:
+            margins[key] = float(value) if sep else float("nan")
+        except ValueError:
+            margins[key] = float("nan")
+    raw["margins"] = margins
+    try:
+        return AnalysisSettings.model_validate(raw)
+    except ValidationError as exc:
+        raise pydantic_error_to_config_error(exc, prefix="analysis") from None
+
+
+def cmd_ablation(args) -> int:
+    from silas_exp.analysis.ablation import ablation
+    from silas_exp.analysis.data import load_baseline, load_sweep_dir
+    from silas_exp.analysis.plots import ablation_plots
+    from silas_exp.analysis.report import ablation_markdown
+
+    settings = ablation_settings(args)
+    suite_dir = Path(args.suite_dir) if args.suite_dir else None
+    if Path(args.sweep).is_dir():
+        data, parent = load_sweep_dir(Path(args.sweep), suite_dir), None
+    else:
+        from silas_exp.tracking.reader import load_sweep_from_mlflow
+
+        data, parent = load_sweep_from_mlflow(args.tracking_uri, args.sweep)
+        data.baseline = load_baseline(suite_dir) if suite_dir else None
+    result = ablation(data, settings, metrics=args.metrics, use_sprt=args.sprt, mde=args.mde)
+    out = Path(args.out or f"ablation-{data.sweep_id}")
+    plots = ablation_plots(result, data, out)
+    md = ablation_markdown(result, [p.name for p in plots])
+    (out / "ablation.md").write_text(md)
+    print(md)
+    print(f"written: {out / 'ablation.md'} and {len(plots)} plot(s)")
+    if parent is not None and args.log:
+        reader = _reader(args)
+        for path in [out / "ablation.md", *plots]:
+            reader.log_artifact(parent.info.run_id, path, "ablation")
+    return 0
+
+
+def cmd_sensitivity(args) -> int:
+    """Oracle-vs-random separation of the gated metrics from a sanity sweep; with
+    --suite-dir, stored as the suite's sensitivity.json for later ablations."""
+    import json
+    from dataclasses import asdict
+
+    from silas_exp.analysis.ablation import REFERENCE, sensitivity_of
+    from silas_exp.analysis.data import SENSITIVITY_FILE, load_sweep_dir
+    from silas_exp.metrics.names import labelled
+
+    data = load_sweep_dir(Path(args.sweep))
+    missing = [v for v in REFERENCE if v not in data.variants()]
+    if missing:
+        raise AnalysisError(f"{args.sweep}: no {', '.join(missing)} jobs; run "
+                            "`python -m silas_exp -m experiment=sanity` on the suite first")
+    result = sensitivity_of(data)
+    print("| metric | oracle − random | per-case SDs | sensitive |\n|---|---|---|---|")
+    for m, s in result.items():
+        print(f"| {labelled(m)} | {s.gap:+.4f} | {s.separation:.2f} | "
+              f"{'yes' if s.sensitive else 'NO (insensitive here)'} |")
+    if args.suite_dir:
+        out = Path(args.suite_dir) / SENSITIVITY_FILE
+        out.write_text(json.dumps({"sweep": data.sweep_id, "metrics": {
+            m: {k: v for k, v in asdict(s).items() if k != "metric"} for m, s in result.items()}},
+            indent=1) + "\n")
+        print(f"written: {out}")
+    return 0 if all(s.sensitive for s in result.values()) else 1
+
+
+def _job(reader, run_id):
+    from silas_exp.analysis.data import job_from_result
+
+    return job_from_result(reader.result_json(run_id), run_id)
+
+
+def cmd_compare(args) -> int:
+    import numpy as np
+
+    from silas_exp.metrics.names import labelled
+    from silas_exp.metrics.shadow import eviction_shadow
+    from silas_exp.stats import cluster_bootstrap_ci, paired_permutation
+
+    reader = _reader(args)
+    a, b = _job(reader, args.run_a), _job(reader, args.run_b)
+    shared = sorted(set(a.cases) & set(b.cases))
+    print(f"# Compare {args.run_a} ({a.variant}) → {args.run_b} ({b.variant}); {len(shared)} shared cases\n")
+    print("| metric | A | B | Δ (B−A) | 95% CI (cases) | p |\n|---|---|---|---|---|---|")
+    for key in sorted(set(a.metrics) & set(b.metrics)):
+        if key.startswith(("llm.calls.", "feedback.exclusion_rate.")):
+            continue
+        diffs = np.array([b.cases[c].get(key, math.nan) - a.cases[c].get(key, math.nan) for c in shared])
+        ci = p = None
+        if len(diffs) > 1 and not np.all(np.isnan(diffs)):
+            ci = cluster_bootstrap_ci(diffs)
+            p = paired_permutation(diffs[~np.isnan(diffs)]).pvalue
+        cis = f"[{ci.low:+.4f}, {ci.high:+.4f}]" if ci else ""
+        print(f"| {labelled(key)} | {a.metrics[key]:.4f} | {b.metrics[key]:.4f} | "
+              f"{b.metrics[key] - a.metrics[key]:+.4f} | {cis} | {'' if p is None else f'{p:.3f}'} |")
+    flips = [(c, a.status.get(c), b.status.get(c)) for c in shared if a.status.get(c) != b.status.get(c)]
+    print("\nPer-case flips:" if flips else "\nNo per-case status flips.")
+    for c, sa, sb in flips:
+        print(f"- {c}: {sa} → {sb}")
+    print("\nShadow diff of eviction orders (Kendall tau / Jaccard / top-1 changed / class):")
+    for c in shared:
+        d = eviction_shadow(a.evictions.get(c), b.evictions.get(c))
+        if d is not None:
+            again = (f", re-evictions {d.re_evictions_a}/{d.re_evictions_b}"
+                     if d.re_evictions_a or d.re_evictions_b else "")
+            print(f"- {c}: tau {d.kendall_tau:.3f}, jaccard {d.jaccard:.3f}, "
+                  f"top-1 {'changed' if d.top1_changed else 'same'}, {d.classification}{again}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    reader = _reader(args)
+    run = reader.run(args.run)
+    job = _job(reader, args.run)
+    res = reader.result_json(args.run)["run"]
+    lines = [f"# Run `{args.run}` — {job.variant} (repeat {job.repeat})", "",
+             f"Suite `{run.data.tags.get('silas.suite')}` v{run.data.tags.get('silas.suite_version')}, "
+             f"status {run.info.status}, backend {run.data.tags.get('llm.backend')}.", "",
+             "| summary | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in res["summary"].items()]
+    lines += ["", "| metric | value |", "|---|---|"]
+    lines += [f"| {k} | {v:.4f} |" for k, v in sorted(job.metrics.items()) if not k.startswith("llm.calls.")]
+    worst = sorted(job.cases.items(), key=lambda kv: kv[1].get("context.retrieval_relevance", 1.0))[:5]
+    lines += ["", "Worst cases by retrieval relevance:", ""]
+    lines += [f"- {c}: {m.get('context.retrieval_relevance', math.nan):.3f} ({job.status.get(c)})"
+              for c, m in worst]
+    failures = [r for r in res["results"] if r["status"] != "pass"]
+    if failures:
+        lines += ["", "Not passing:", ""] + [f"- {r['case_id']}: {r['status']} {r.get('error') or ''}"
+                                             for r in failures]
+    print("\n".join(lines))
+    return 0
+
+
+def _experiment_name(args) -> str:
+    """--experiment, else MLFLOW_EXPERIMENT_NAME, else the suite's own experiment."""
+    return args.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or f"{args.prefix}-{args.suite}"
+
+
+def cmd_baseline(args) -> int:
+    from silas_exp.analysis import baseline
+
+    reader = _reader(args)
+    if args.action == "promote":
+        if not args.run:
+            raise AnalysisError("baseline promote needs a RUN id (mlflow ui shows it)")
+        pins = baseline.promote(reader, args.run, Path(args.suite_dir) if args.suite_dir else None)
+        print(f"baseline of suite {pins['suite']!r} is now run {pins['run_id']} "
+              f"(suite {pins['suite_version']}, config {pins['config_hash']})")
+    else:
+        print(json.dumps(baseline.show(reader, _experiment_name(args), args.suite), indent=1))
+    return 0
+
+
+def cmd_regress(args) -> int:
+    from silas_exp.analysis import baseline
+    from silas_exp.analysis.gates import check_gates, parse_gates
+    from silas_exp.analysis.regress import record_outcome, regress
+
+    reader = _reader(args)
+    run = reader.run(args.run)
+    base_id = args.baseline or baseline.current_baseline(
+        reader, reader.store.client.get_experiment(run.info.experiment_id).name,
+        run.data.tags.get("silas.suite", ""))
+    report = regress(_job(reader, args.run), _job(reader, base_id), args.run, base_id,
+                     latency_floor_ms=args.latency_floor_ms)
+    gates = check_gates(_job(reader, args.run).metrics, parse_gates(args.fail_under))
+    md = report.markdown(accepted=args.accept_regression)
+    md += "".join(f"- gate: {g.line()}\n" for g in gates)
+    print(md)
+    if args.out:
+        Path(args.out).write_text(md)
+    if not args.no_log:
+        record_outcome(reader, args.run, report, md, args.accept_regression,
+                       all(g.passed for g in gates) if gates else None)
+    if any(not g.passed for g in gates):
+        return 1
+    if report.regressed and not args.accept_regression:
+        raise RegressionFound(f"{len(report.case_flags)} case regression(s), "
+                              f"{len(report.metric_flags)} metric regression(s); see the report above")
+    return 0
+
+
+def cmd_prometheus(args) -> int:
+    from silas_exp.analysis.data import latest_per_job
+
+    reader = _reader(args)
+    print("# HELP silas_benchmark_pass_rate Share of benchmark cases passing in the latest run.")
+    print("# TYPE silas_benchmark_pass_rate gauge")
+    for exp in reader.experiments():
+        runs = [r for r in reader.store.search_runs([exp.experiment_id], "attributes.status = 'FINISHED'")
+                if "summary.pass_rate" in r.data.metrics]
+        latest: dict[str, object] = {}
+        for r in latest_per_job(runs):
+            v = r.data.tags.get("silas.variant", "")
+            if v not in latest or r.info.start_time > latest[v].info.start_time:
+                latest[v] = r
+        for variant, r in sorted(latest.items()):
+            suite = r.data.tags.get("silas.suite", exp.name)
+            print(f'silas_benchmark_pass_rate{{suite="{suite}",agent="{variant}"}} '
+                  f'{r.data.metrics["summary.pass_rate"]}')
+    return 0
+
+
+def register(sub, default_uri) -> None:
+    def add(name, func, help_):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("--tracking-uri", default=default_uri(), help="MLflow store (default: %(default)s)")
+        p.set_defaults(func=func)
+        return p
+
+    p = add("ablation", cmd_ablation, "ablation statistics and report of a sweep (id or folder)")
+    p.add_argument("sweep", help="sweep id (MLflow) or sweep folder (multirun/…)")
+    p.add_argument("--control", help="control variant (e.g. scorer=heuristic) or 'baseline'; "
+                   "default: the suite's promoted baseline, else the §19.5 control")
+    p.add_argument("--suite-dir", help="suite folder whose baseline.json may be the control")
+    p.add_argument("--no-baseline", action="store_true", help="never use the promoted baseline")
+    p.add_argument("--metrics", nargs="*", help="metrics to report (default: by suite kind)")
+    p.add_argument("--gate", nargs="*", help="gated metrics (default: the registry's for the suite)")
+    p.add_argument("--margin", action="append", default=[], metavar="METRIC=VALUE",
+                   help="non-inferiority margin of a metric, in its units")
+    p.add_argument("--correction", choices=["holm", "bh"], default="holm")
+    p.add_argument("--confidence", type=float, default=0.95, help="two-sided CI level")
+    p.add_argument("--mde", type=float, help="pre-set effect size for --sprt")
+    p.add_argument("--sprt", action="store_true",
+                   help="also run a sequential test per variant (needs --mde; sigma from a "
+                        "5-case pilot)")
+    p.add_argument("--out", help="output folder (default: ablation-<sweep id>)")
+    p.add_argument("--log", action="store_true", help="attach the report to the sweep's parent run")
+
+    p = add("sensitivity", cmd_sensitivity,
+            "oracle-vs-random separation of the gated metrics (exit 1 if any is insensitive)")
+    p.add_argument("sweep", help="folder of an experiment=sanity sweep")
+    p.add_argument("--suite-dir", help="store the figures as <suite-dir>/sensitivity.json")
+
+    p = add("compare", cmd_compare, "two runs side by side with paired statistics and flips")
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+
+    p = add("report", cmd_report, "markdown report of one run")
+    p.add_argument("run")
+
+    p = add("baseline", cmd_baseline, "promote or show the baseline of a suite")
+    p.add_argument("action", choices=["promote", "show"])
+    p.add_argument("run", nargs="?")
+    p.add_argument("--suite", default="default")
+    p.add_argument("--prefix", default="silas")
+    p.add_argument("--experiment", help="experiment name (default: $MLFLOW_EXPERIMENT_NAME, "
+                                        "else <prefix>-<suite>)")
+    p.add_argument("--suite-dir", help="suite folder for baseline.json (default: the run's suite.path)")
+
+    p = add("regress", cmd_regress, "regression check of a run against the baseline (exit 1)")
+    p.add_argument("run")
+    p.add_argument("--baseline", help="baseline run id (default: the suite's promoted baseline)")
+    p.add_argument("--accept-regression", action="store_true")
+    p.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE")
+    p.add_argument("--latency-floor-ms", type=float, default=50.0)
+    p.add_argument("--out", help="write the markdown report here (for a PR description)")
+    p.add_argument("--no-log", action="store_true",
+                   help="do not record the outcome on the run (tag silas.regress + regress.md)")
+
+    add("export-prometheus", cmd_prometheus, "pass rates in Prometheus text format (§20.8)")
+
+
+__all__ = ["register", "AnalysisError"]

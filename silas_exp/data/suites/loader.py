@@ -1,0 +1,334 @@
+"""Load and validate suites: ``suites/<name>/suite.json`` plus optional
+``cases/*.json`` and ``baseline.json`` (Silas §20.4). Every problem becomes a
+``SuiteError`` naming the file, the case, the field, and what was expected."""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, overload
+
+from pydantic import ValidationError
+
+from silas_exp.context.budget import PROFILES, TokenBudget, ZoneShares
+from silas_exp.data.suites.expected import expected_problems
+from silas_exp.errors import SuiteError
+from silas_exp.facts.fact import Fact, norm
+from silas_exp.probes.schema import ProbePlan
+from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkSuite
+from silas_exp.schema.session import Session, SessionTruth
+
+CALIBRATION_TAG = "calibration"
+HUMAN_LABELS = "human_labels.json"  # {case_id: "pass" | "fail" | free text}
+
+
+CACHED_CASES = 64  # parsed cases kept in memory; a larger suite is re-read case by case
+Parsed = tuple[Session, SessionTruth, int | None]  # session, truth, flush turn of a snapshot
+
+
+@dataclass(frozen=True)
+class LoadedSuite:
+    """A validated suite. Cases in ``cases/*.json`` are not held: every one is
+    checked at load, and read again (the last ``CACHED_CASES`` stay parsed)
+    when a job reaches it, so a suite of any size loads in bounded memory."""
+
+    suite: BenchmarkSuite  # suite.json as written: its inline cases only
+    root: Path
+    files: dict[str, Path]  # case_id -> file it came from, in suite order
+    human_labels: dict[str, str] = field(default_factory=dict)
+    calibration_ids: set[str] = field(default_factory=set)
+    plans: dict[str, ProbePlan] = field(default_factory=dict)  # case_id -> checked probe plan
+    # case_id -> (case, parsed session or None until asked), least recently used first
+    _cache: OrderedDict[str, tuple[BenchmarkCase, Parsed | None]] = field(
+        default_factory=OrderedDict)
+
+    @property
+    def cases(self) -> CaseList:
+        return CaseList(self, list(self.files))
+
+    @property
+    def eval_cases(self) -> CaseList:
+        return CaseList(self, [c for c in self.files if c not in self.calibration_ids])
+
+    @property
+    def calibration_cases(self) -> CaseList:
+        return CaseList(self, [c for c in self.files if c in self.calibration_ids])
+
+    def case(self, case_id: str) -> BenchmarkCase:
+        if case_id in self._cache:
+            self._cache.move_to_end(case_id)
+            return self._cache[case_id][0]
+        path = self.files[case_id]
+        if path.parent == self.root / "cases":
+            return self._keep(_read_case(path), None)
+        return self._keep(next(c for c in self.suite.cases if c.case_id == case_id), None)
+
+    def parsed(self, case: BenchmarkCase) -> Parsed:
+        """The case's session, truth and flush turn (parsed once while cached)."""
+        cached = self._cache.get(case.case_id)
+        if cached is not None and cached[1] is not None:
+            self._cache.move_to_end(case.case_id)
+            return cached[1]
+        parsed = _parse_session(self, case)
+        self._keep(case, parsed)
+        return parsed
+
+    def _keep(self, case: BenchmarkCase, parsed: Parsed | None) -> BenchmarkCase:
+        self._cache[case.case_id] = (case, parsed)
+        self._cache.move_to_end(case.case_id)
+        while len(self._cache) > CACHED_CASES:
+            self._cache.popitem(last=False)
+        return case
+
+
+class CaseList(Sequence[BenchmarkCase]):
+    """Cases of a loaded suite by id, each read when it is reached."""
+
+    def __init__(self, loaded: LoadedSuite, ids: list[str]) -> None:
+        self.loaded, self.ids = loaded, ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> BenchmarkCase: ...
+    @overload
+    def __getitem__(self, index: slice) -> CaseList: ...
+
+    def __getitem__(self, index: int | slice) -> BenchmarkCase | CaseList:
+        if isinstance(index, slice):
+            return CaseList(self.loaded, self.ids[index])
+        return self.loaded.case(self.ids[index])
+
+
+@dataclass(frozen=True)
+class SessionCase:
+    case: BenchmarkCase
+    session: Session
+    truth: SessionTruth
+    budget: TokenBudget
+    shares: ZoneShares
+    flush_turn: int | None = None  # a snapshot case: the turn of its one flush decision
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise SuiteError(f"{path}: file not found. Check the suite path (suite.path) or create it.")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SuiteError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}). "
+            "Fix the syntax — a trailing comma or a missing quote is the usual cause."
+        ) from None
+    except UnicodeDecodeError:
+        raise SuiteError(f"{path}: not UTF-8 text; save it as UTF-8 JSON.") from None
+
+
+def _explain(exc: ValidationError, path: Path, data: Any, what: str) -> SuiteError:
+    lines = []
+    for err in exc.errors()[:5]:
+        loc = list(err["loc"])
+        where = what
+        if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
+            case = data.get("cases", [])[loc[1]] if isinstance(data, dict) else None
+            cid = case.get("case_id") if isinstance(case, dict) else None
+            where = f"case {cid!r}" if cid else f"case #{loc[1]}"
+            loc = loc[2:]
+        field = ".".join(str(p) for p in loc) or "(top level)"
+        got = err.get("input")
+        got_s = "missing" if err["type"] == "missing" else f"got {json.dumps(got, default=str)[:60]}"
+        lines.append(f"{where}, field '{field}': {err['msg']} ({got_s})")
+    more = f" (+{len(exc.errors()) - 5} more)" if len(exc.errors()) > 5 else ""
+    return SuiteError(
+        f"{path}: does not match the BenchmarkSuite schema (§20.2): " + "; ".join(lines) + more
+        + ". Fix these fields and run again."
+    )
+
+
+def _read_case(case_file: Path) -> BenchmarkCase:
+    raw = _read_json(case_file)
+    try:
+        return BenchmarkCase.model_validate(raw)
+    except ValidationError as exc:
+        cid = raw.get("case_id") if isinstance(raw, dict) else None
+        raise _explain(exc, case_file, raw, f"case {cid!r}" if cid else "case") from None
+
+
+def load_suite(path: str | Path) -> LoadedSuite:
+    """Load ``path`` (a suite directory or its suite.json) with its cases/*.json.
+    Every case is checked now, before any job runs; none is held beyond the
+    last ``CACHED_CASES``."""
+    path = Path(path)
+    suite_file = path / "suite.json" if path.is_dir() else path
+    root = suite_file.parent
+    data = _read_json(suite_file)
+    try:
+        suite = BenchmarkSuite.model_validate(data)
+    except ValidationError as exc:
+        raise _explain(exc, suite_file, data, "suite") from None
+    labels = _read_json(root / HUMAN_LABELS) if (root / HUMAN_LABELS).is_file() else {}
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        raise SuiteError(f"{root / HUMAN_LABELS}: expected an object {{case_id: label}} with "
+                         "string labels such as \"pass\" or \"fail\".")
+    files: dict[str, Path] = {}
+    loaded = LoadedSuite(suite, root, files, labels)
+    case_files = sorted((root / "cases").glob("*.json")) if (root / "cases").is_dir() else []
+    for case_file, case in [(suite_file, c) for c in suite.cases] + [(f, None) for f in case_files]:
+        case = case or _read_case(case_file)
+        if case.case_id in files:
+            where = "appears twice in 'cases'" if case_file == files[case.case_id] == suite_file \
+                else f"already defined in {files[case.case_id]}"
+            raise SuiteError(f"{case_file}: case_id {case.case_id!r} {where}; case ids must be "
+                             "unique within a suite — rename one.")
+        files[case.case_id] = case_file
+        if CALIBRATION_TAG in case.tags:
+            loaded.calibration_ids.add(case.case_id)
+        _check_case(loaded, case)
+    if not files:
+        raise SuiteError(f"{suite_file}: the suite has no cases; add cases or cases/*.json files.")
+    return loaded
+
+
+def _check_case(loaded: LoadedSuite, case: BenchmarkCase) -> None:
+    """Every problem of a case surfaces at load: its expected block, its session
+    data and (compression probes) its probe plan."""
+    problems = expected_problems(case)
+    if problems:
+        raise SuiteError(f"{loaded.files[case.case_id]}: case {case.case_id!r}: "
+                         + "; ".join(problems) + ". Fix the case's expected block.")
+    loaded.parsed(case)
+    if case.expected.mode == "llm_judge":
+        probe_plan(loaded, case)  # a plan that cannot be honoured stops the load
+
+
+def _snapshot_truth(case: BenchmarkCase, flush_turn: int) -> dict:
+    """A snapshot case's ground truth: "keep" ids are needed (grade 3) right
+    after the flush; "references" may also be given as in a replay case."""
+    value = case.expected.value if isinstance(case.expected.value, dict) else {}
+    refs = list(value.get("references", []))
+    refs += [{"turn": flush_turn + 1, "ctx_id": cid, "grade": 3} for cid in value.get("keep", [])]
+    return {"references": refs}
+
+
+def _parse_session(loaded: LoadedSuite, case: BenchmarkCase) -> Parsed:
+    """The case's session (input side) and truth (expected side). A case with
+    ``input.context`` but no turn script (``skill_args.turns``) is a snapshot
+    of a window: it runs as one flush decision of the scorer at its last turn."""
+    src = loaded.files[case.case_id]
+    where = f"{src}: case {case.case_id!r}"
+    args = case.input.skill_args or {}
+    overrides = case.input.config_overrides or {}
+    flush_turn = None
+    try:
+        if "session_file" in args:
+            raw = _read_json(loaded.root / args["session_file"])
+            session = Session.model_validate(raw.get("session", raw))
+            truth = SessionTruth.model_validate(raw.get("truth", {"references": []}))
+        else:
+            expected = case.expected.value if isinstance(case.expected.value, dict) else {}
+            turns = args.get("turns")
+            items = case.input.context or []
+            truth_raw = {"references": expected.get("references", [])}
+            if turns is None:
+                if not items:
+                    raise ValueError("no input.context items and no skill_args.session_file: "
+                                     "nothing to replay")
+                session = Session.model_validate({
+                    "session_id": case.case_id, "scope_id": args.get("scope_id", case.case_id),
+                    "profile": overrides.get("profile", "coding"), "turns": 1, "items": [],
+                })  # profile checked first; the items below
+                parsed = Session.model_validate({**session.model_dump(), "turns": 10**9,
+                                                 "items": items})
+                flush_turn = max(it.turn for it in parsed.items)
+                session = parsed.model_copy(update={"turns": flush_turn + 2})
+                truth_raw = _snapshot_truth(case, flush_turn)
+            else:
+                session = Session.model_validate({
+                    "session_id": case.case_id, "scope_id": args.get("scope_id", case.case_id),
+                    "profile": overrides.get("profile", "coding"), "turns": turns,
+                    "items": items,
+                })
+            truth = SessionTruth.model_validate(truth_raw)
+        truth.check_against(session)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = list(err["loc"])
+        if len(loc) >= 2 and loc[0] in ("items", "references") and isinstance(loc[1], int):
+            pool = (case.input.context or []) if loc[0] == "items" else []
+            ident = pool[loc[1]].get("ctx_id") if loc[1] < len(pool) else None
+            loc = [f"{'input.context' if loc[0] == 'items' else 'references'}[{loc[1]}]"
+                   + (f" (ctx_id {ident!r})" if ident else "")] + loc[2:]
+        name = ".".join(str(p) for p in loc) or "input.context"
+        got = "" if err["type"] == "value_error" else f" (got {err.get('input')!r})"
+        raise SuiteError(f"{where}: field '{name}': {err['msg']}{got}. "
+                         "Fix the session data.") from None
+    except ValueError as exc:
+        raise SuiteError(f"{where}: {exc}.") from None
+    return session, truth, flush_turn
+
+
+def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBudget) -> SessionCase:
+    """A loaded case as a replayable session with its truth, budget and shares."""
+    where = f"{loaded.files[case.case_id]}: case {case.case_id!r}"
+    overrides = case.input.config_overrides or {}
+    session, truth, flush_turn = loaded.parsed(case)
+    try:
+        budget = base_budget.model_copy(update=overrides.get("budget", {}))
+        budget = TokenBudget.model_validate(budget.model_dump())
+        shares = ZoneShares.model_validate(overrides["shares"]) if "shares" in overrides \
+            else PROFILES[session.profile]
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise SuiteError(f"{where}: config_overrides: {err['msg']}. Fix the case's config_overrides.") from None
+    return SessionCase(case, session, truth, budget, shares, flush_turn)
+
+
+def probe_plan(loaded: LoadedSuite, case: BenchmarkCase) -> ProbePlan:
+    """The compression events and probes of an ``llm_judge`` case (checked once, then cached)."""
+    if case.case_id in loaded.plans:
+        return loaded.plans[case.case_id]
+    where = f"{loaded.files[case.case_id]}: case {case.case_id!r}"
+    value = case.expected.value if isinstance(case.expected.value, dict) else {}
+    if "probe_plan" not in value:
+        raise SuiteError(f"{where}: expected.mode is 'llm_judge' but expected.value has no "
+                         "'probe_plan' (compressions + probes); see probes/default for the format.")
+    try:
+        plan = ProbePlan.model_validate(value["probe_plan"])
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(["expected.value.probe_plan", *(str(p) for p in err["loc"])])
+        got = err.get("input")
+        shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
+        raise SuiteError(f"{where}: field '{field}': {err['msg']}{shown}. Fix the probe plan.") from None
+    turns = (case.input.skill_args or {}).get("turns")
+    late = [t for t in plan.compressions if turns is not None and t >= turns]
+    if late:
+        raise SuiteError(f"{where}: field 'expected.value.probe_plan.compressions' has turn(s) {late} "
+                         f"but the session has {turns} turns (0..{turns - 1}); move the compressions "
+                         "or raise input.skill_args.turns.")
+    _check_facts_shown(where, plan, loaded.parsed(case)[0])
+    loaded.plans[case.case_id] = plan
+    return plan
+
+
+def _check_facts_shown(where: str, plan: ProbePlan, session: Session) -> None:
+    """Every expected fact's value must be shown (text or planted facts) by an
+    item that entered before its probe's compression: a probe about something
+    the session never said measures nothing."""
+    shown: dict[int, str] = {}
+    for i, turn in enumerate(plan.compressions):
+        shown[i] = norm(" ".join(t for it in session.items if it.turn <= turn
+                                 for t in (it.text, *it.facts)))
+    for n, probe in enumerate(plan.probes):
+        for k, raw in enumerate(probe.expected):
+            value = Fact.parse(raw).value
+            if norm(value) not in shown[probe.cut]:
+                raise SuiteError(
+                    f"{where}: field 'expected.value.probe_plan.probes[{n}].expected[{k}]' is "
+                    f"{raw!r}, but no item up to the compression at turn "
+                    f"{plan.compressions[probe.cut]} shows {value!r}. Fix the fact's value, or "
+                    "ask it at a later compression.")

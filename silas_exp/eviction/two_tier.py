@@ -1,0 +1,218 @@
+"""Silas two-tier eviction, once per turn.
+
+Tier 1 (no model): mask old tool results, drop trivial acknowledgements,
+deactivate stale subscriptions, then evict by zone policy any zone above its
+cap (share × allocable × ``zone_cap_factor``). If usage is still above the
+eviction threshold, Tier 2 asks the scorer to rank the evictable items, groups
+them coherently, proposes the lowest-relevance groups until usage would reach
+``evict_to_pct``, lets the main model keep items back, and evicts the rest.
+Scorer failures (timeout, error) count toward a circuit breaker that opens
+after ``breaker_failures`` in a row; while it is open, or on any failure,
+aggressive heuristics evict instead. ``scorer_threshold_pct`` is a hard
+ceiling: keep-backs cannot hold usage above it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import numpy as np
+from pydantic import Field
+
+from silas_exp.context.budget import TokenBudget, ZoneShares, zone_budgets
+from silas_exp.context.policy import (
+    deactivate_stale_subscriptions,
+    drop_trivial_acks,
+    evict_by_zone_policy,
+    evict_to_total,
+    mask_old_tool_results,
+)
+from silas_exp.context.stats import Flush, Ranking, ReplayStats
+from silas_exp.context.window import LiveItem, Window
+from silas_exp.eviction.base import StrategySettings
+from silas_exp.schema.eviction import (
+    CandidateRecord,
+    ContextZone,
+    EvictionCandidate,
+    ProposalRecord,
+)
+from silas_exp.scorers.base import Scorer, ScorerUnavailable
+
+
+def keep_first(scores: dict[str, float]) -> tuple[str, ...]:
+    """ctx_ids by descending score, ties by ctx_id: two stable sorts on plain keys
+    (the same order as one sort on (-score, ctx_id), which NaN scores fall back to)."""
+    if any(s != s for s in scores.values()):
+        return tuple(sorted(scores, key=lambda c: (-scores[c], c)))
+    negated = {c: -s for c, s in scores.items()}
+    return tuple(sorted(sorted(scores), key=negated.__getitem__))
+
+
+def eviction_units(items: list[LiveItem], scores: dict[str, float]) -> list[list[LiveItem]]:
+    """Coherence groups (an item without a group is its own), least relevant
+    first: by the group's highest score, then by its first ctx_id."""
+    groups: dict[str, list[LiveItem]] = {}
+    best: dict[str, float] = {}
+    for it in items:
+        key, score = it.group or it.ctx_id, scores[it.ctx_id]
+        if key in groups:
+            groups[key].append(it)
+            if score > best[key]:  # as max() compares
+                best[key] = score
+        else:
+            groups[key], best[key] = [it], score
+    order = sorted(groups, key=lambda k: (best[k], groups[k][0].ctx_id))
+    return [groups[k] for k in order]
+
+
+def candidate_records(chosen: list[LiveItem], scores: dict[str, float],
+                      turn: int) -> tuple[CandidateRecord, ...]:
+    """A proposal's candidates. Their scores come from the scorer, from outside
+    the harness: one that is not a float in [0, 1] goes through the schema
+    model, which coerces it (an int) or raises its validation error."""
+    records = tuple(CandidateRecord(i.ctx_id, i.zone, scores[i.ctx_id], i.age(turn), i.tokens)
+                    for i in chosen)
+    if all(type(c.relevance_score) is float and 0.0 <= c.relevance_score <= 1.0 for c in records):
+        return records
+    return tuple(CandidateRecord(**EvictionCandidate(**c._asdict()).model_dump()) for c in records)
+
+
+class TwoTierSettings(StrategySettings):
+    name: str = "two_tier"
+    zone_cap_factor: float = Field(default=1.25, ge=1.0, le=2.0, allow_inf_nan=False)
+    breaker_failures: int = Field(default=3, ge=1)
+    breaker_cooldown_turns: int = Field(default=10, ge=1)
+    fallback_extra_pct: float = Field(default=0.10, ge=0.0, le=0.5)
+    keepbacks: bool = True
+    # share of other evictable items added to each proposal at random; used only
+    # when collecting calibration feedback, so labels also cover items the
+    # control would never propose (without it the fit extrapolates blindly)
+    explore_rate: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
+
+
+class TwoTierEviction:
+    def __init__(self, settings: TwoTierSettings, budget: TokenBudget, shares: ZoneShares,
+                 scorer: Scorer, broker, stats: ReplayStats, scope_id: str) -> None:
+        self.s, self.budget, self.shares, self.scorer = settings, budget, shares, scorer
+        self.broker, self.stats, self.scope_id = broker, stats, scope_id
+        self._failures = 0
+        self._open_until = -1
+        self._caps_by_system: dict[int, dict[ContextZone, int]] = {}
+        seed = int(hashlib.sha256(scope_id.encode()).hexdigest()[:8], 16)
+        self._rng = np.random.default_rng(seed)
+
+    # -- tier 1 ---------------------------------------------------------------
+    def _caps(self, window: Window) -> dict[ContextZone, int]:
+        system = window.zone_usage(ContextZone.SYSTEM)
+        if system not in self._caps_by_system:  # the caps move only with the system zone
+            self._caps_by_system[system] = {z: int(b * self.s.zone_cap_factor) for z, b in
+                                            zone_budgets(self.shares, self.budget, system).items()}
+        return dict(self._caps_by_system[system])
+
+    def tier1(self, window: Window, turn: int) -> None:
+        st = self.stats
+        st.masked += int(mask_old_tool_results(window, turn, self.budget) > 0)
+        dropped = drop_trivial_acks(window, turn, self.budget)
+        st.trivial_dropped += len(dropped)
+        st.subscriptions_deactivated += deactivate_stale_subscriptions(window, turn, self.budget)
+        evicted = list(dropped)
+        for zone, cap in self._caps(window).items():
+            evicted += evict_by_zone_policy(window, zone, cap, turn)
+        st.evictions += [(turn, cid) for cid in evicted]
+
+    # -- tier 2 ---------------------------------------------------------------
+    def _fallback(self, window: Window, turn: int) -> None:
+        self.stats.fallbacks += 1
+        pct = max(self.budget.evict_to_pct - self.s.fallback_extra_pct, 0.0)
+        evicted = evict_to_total(window, int(pct * self.budget.total), self._caps(window), turn)
+        self.stats.evictions += [(turn, cid) for cid in evicted]
+
+    def _score(self, items: list[LiveItem], turn: int) -> dict[str, float] | None:
+        if turn < self._open_until:
+            return None
+        self.stats.scorer_calls += 1
+        try:
+            scores = self.scorer.score(items, turn)
+        except ScorerUnavailable:
+            self.stats.scorer_failures += 1
+            self._failures += 1
+            if self._failures >= self.s.breaker_failures:
+                self.stats.breaker_opens += 1
+                self._open_until = turn + self.s.breaker_cooldown_turns
+                self._failures = 0
+            return None
+        self._failures = 0
+        return scores
+
+    def tier2(self, window: Window, turn: int) -> None:
+        items = window.evictable()
+        scores = self._score(items, turn)
+        if scores is None:
+            self._fallback(window, turn)
+            return
+        self.stats.rankings.append(Ranking(turn, keep_first(scores)))
+        units = eviction_units(items, scores)
+        need = window.usage() - int(self.budget.evict_to_pct * self.budget.total)
+        chosen: list[LiveItem] = []
+        taken = 0
+        for unit in units:
+            if need <= 0:
+                break
+            chosen += sorted(unit, key=lambda i: scores[i.ctx_id])
+            need -= sum(i.tokens for i in unit)
+            taken += 1
+        if self.s.explore_rate > 0:
+            for unit in units[taken:]:
+                if self._rng.random() < self.s.explore_rate:
+                    chosen += unit
+        proposal = ProposalRecord(
+            # deterministic id: reruns of a job reproduce every proposal exactly
+            f"{self.scope_id}:{turn}:{self.stats.proposals}", self.scope_id, turn, datetime.now(UTC),
+            self.scorer.model_id, candidate_records(chosen, scores, turn),
+        )
+        self.stats.proposals += 1
+        excluded: frozenset[str] = frozenset()
+        said: frozenset[str] = frozenset()
+        if self.s.keepbacks and chosen:
+            outcome = self.broker.resolve(proposal, {i.ctx_id: i for i in chosen}, turn)
+            excluded = outcome.excluded
+            said = excluded  # what the main model itself kept back (before group expansion)
+            self.stats.auto_resolved += outcome.feedback.resolved_by == "auto"
+            # a kept-back item keeps its whole coherence group
+            kept_groups = {i.group for i in chosen if i.ctx_id in excluded and i.group}
+            excluded = excluded | {i.ctx_id for i in chosen if i.group in kept_groups}
+        for i in chosen:
+            self.stats.candidate_scores.append(scores[i.ctx_id])
+            self.stats.candidate_excluded.append(i.ctx_id in excluded)
+            self.stats.candidate_turns.append(turn)
+            self.stats.candidate_ids.append(i.ctx_id)
+        if self.stats.flush_log is not None:
+            # labels for exclusion prediction: the main model's own keep-backs
+            self.stats.flush_log.append(Flush(turn, tuple(replace(i) for i in chosen),
+                                              tuple(i.ctx_id in said for i in chosen)))
+        self.scorer.observe(chosen, [i.ctx_id in excluded for i in chosen], turn)
+        for i in chosen:
+            if i.ctx_id not in excluded:
+                window.evict(i.ctx_id)
+                self.stats.evictions.append((turn, i.ctx_id))
+        ceiling = int(self.budget.scorer_threshold_pct * self.budget.total)
+        if window.usage() > ceiling:
+            self.stats.hard_ceiling_overrides += 1
+            evicted = evict_to_total(window, ceiling, self._caps(window), turn)
+            self.stats.evictions += [(turn, cid) for cid in evicted]
+
+    def step(self, window: Window, turn: int) -> None:
+        threshold = self.budget.eviction_threshold_pct * self.budget.total
+        if window.usage() > threshold:  # the budget guard: this turn is under pressure
+            self.stats.guard_triggers += 1
+        self.tier1(window, turn)
+        if window.usage() > threshold:
+            self.tier2(window, turn)
+
+    def compress(self, window: Window, turn: int) -> None:
+        """Explicit flush: Tier 1, then Tier 2 down to ``evict_to_pct`` regardless of the guard."""
+        self.tier1(window, turn)
+        if window.usage() > self.budget.evict_to_pct * self.budget.total:
+            self.tier2(window, turn)
