@@ -1,0 +1,154 @@
+"""The package layering of docs/architecture.md, checked on the source: every
+import (module level or inside a function) goes from a package to one in the
+same or a lower layer, no packages import each other in a cycle, and tracking
+never imports analysis, probes, run or the entry points.
+
+``KNOWN`` lists the imports that break these rules today, each with the
+module that makes it; the tests fail on any other, and also when a known one
+is gone (so the list only shrinks)."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2] / "silas_exp"
+
+# lowest first; a package may import packages of its own layer or below
+LAYERS = [
+    {"errors", "schema", "exitstate", "resolvers"},
+    {"llm", "stats", "plugins"},
+    {"context", "facts"},
+    {"feedback", "scorers", "metrics", "probes"},
+    {"eviction"},
+    {"analysis", "records"},
+    {"config"},
+    {"tracking", "data"},
+    {"run"},
+    {"cli", "__main__"},
+]
+
+
+# tracking must stay one-way: it is handed results, it does not compute them
+TRACKING_MAY_NOT_IMPORT = {"analysis", "probes", "run", "cli"}
+
+# today's exceptions: the end-of-sweep analysis still runs inside tracking
+# (tracking/callback.py), and analysis reads logged runs through tracking
+KNOWN = {
+    ("analysis", "tracking", "silas_exp/analysis/baseline"),
+    ("analysis", "tracking", "silas_exp/analysis/data"),
+    ("analysis", "tracking", "silas_exp/analysis/parent"),
+    ("tracking", "analysis", "silas_exp/tracking/callback"),
+    ("tracking", "analysis", "silas_exp/tracking/reader"),
+    ("tracking", "probes", "silas_exp/tracking/jobs"),
+    ("tracking", "probes", "silas_exp/tracking/traces"),
+    ("tracking", "run", "silas_exp/tracking/callback"),
+    ("tracking", "run", "silas_exp/tracking/jobs"),
+}
+
+
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "<root>"
+
+
+def imports() -> dict[str, set[tuple[str, str]]]:
+    """package -> {(imported package, importing file)}"""
+    edges: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT.parent).with_suffix("")
+        module = ".".join(rel.parts).removesuffix(".__init__")
+        here = package_of(module)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+                if node.module == "silas_exp":
+                    names = [f"silas_exp.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in names:
+                if name.startswith("silas_exp.") and package_of(name) != here:
+                    edges[here].add((package_of(name), str(rel)))
+    return edges
+
+
+def layer(pkg: str) -> int:
+    for i, members in enumerate(LAYERS):
+        if pkg in members:
+            return i
+    raise AssertionError(f"package silas_exp.{pkg} is in no layer of this test; add it "
+                         "(and to docs/architecture.md)")
+
+
+def test_every_package_has_a_layer() -> None:
+    for path in ROOT.iterdir():
+        name = path.stem if path.suffix == ".py" else path.name
+        if name.startswith(("_", ".")) and name != "__main__" or not (
+                path.suffix == ".py" or (path / "__init__.py").exists()):
+            continue
+        layer(name)
+
+
+def violations() -> set[tuple[str, str, str]]:
+    """(package, imported package, importing module) of every import against the rules."""
+    found = set()
+    for pkg, targets in imports().items():
+        for dst, src in targets:
+            if pkg == "<root>":
+                continue
+            if layer(dst) > layer(pkg) or (pkg == "tracking" and dst in TRACKING_MAY_NOT_IMPORT):
+                found.add((pkg, dst, src))
+    return found
+
+
+def test_imports_go_down_the_layers_and_tracking_is_one_way() -> None:
+    new = sorted(violations() - KNOWN)
+    assert not new, "imports against the layering (docs/architecture.md):\n" + "\n".join(
+        f"{src} imports silas_exp.{dst}" for _, dst, src in new)
+
+
+def test_known_exceptions_are_still_there() -> None:
+    gone = sorted(KNOWN - violations())
+    assert not gone, f"these imports are gone: remove them from KNOWN: {gone}"
+
+
+def test_no_cycle_between_packages() -> None:
+    graph = {pkg: {dst for dst, _ in targets} for pkg, targets in imports().items()}
+    allowed = {(a, b) for a, b, _ in KNOWN}
+    graph = {a: {b for b in bs if (a, b) not in allowed} for a, bs in graph.items()}
+    state: dict[str, int] = {}  # 1 on the path, 2 done
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path, node, nxt]
+            if nxt not in state and (cycle := visit(nxt, [*path, node])):
+                return cycle
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            cycle = visit(start, [])
+            assert cycle is None, "packages import each other in a cycle: " + " -> ".join(cycle)
+
+
+def test_the_check_sees_a_violation(tmp_path) -> None:
+    """The check can fail: a planted upward import is reported."""
+    pkg = tmp_path / "silas_exp"
+    (pkg / "context").mkdir(parents=True)
+    (pkg / "context" / "__init__.py").write_text("")
+    (pkg / "context" / "bad.py").write_text("def f():\n    from silas_exp.run.job import run_job\n")
+    globals_ = globals()
+    saved = globals_["ROOT"]
+    globals_["ROOT"] = pkg
+    try:
+        found = imports()
+    finally:
+        globals_["ROOT"] = saved
+    assert ("run", "silas_exp/context/bad") in found["context"]
+    assert layer("run") > layer("context")
