@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from silas_exp.data.transcripts.events import ReadOptions
 
 from silas_exp.data.transcripts import readers
+from silas_exp.data.transcripts.events import ReadOptions
 from silas_exp.errors import SuiteError
 
 FIX = Path(__file__).parent / "fixtures"

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from silas_exp.data.transcripts.suite import ImportSettings, write_suite
 
 from silas_exp.data.suites.loader import load_suite
+from silas_exp.data.transcripts.suite import ImportSettings, write_suite
 from silas_exp.errors import SuiteError
 from silas_exp.records import read_record, with_case_results
 from tests.transcripts.sessions import coding_session

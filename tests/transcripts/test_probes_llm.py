@@ -10,10 +10,10 @@ import json
 import re
 
 import pytest
-from silas_exp.data.transcripts.suite import ImportSettings, ProbeModel, write_suite
 
 from silas_exp.cli.main import main
 from silas_exp.data.suites.loader import load_suite
+from silas_exp.data.transcripts.suite import ImportSettings, ProbeModel, write_suite
 from silas_exp.facts.fact import norm
 from silas_exp.llm import LLMSettings, build_client
 from tests.fakes.messages_server import API_KEY, FakeMessagesServer, Fault, default_responder

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from silas_exp.data.transcripts.readers import aider, head_of
 
+from silas_exp.data.transcripts.readers import aider, head_of
 from silas_exp.errors import SuiteError
 
 FIX = Path(__file__).parent / "fixtures"

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from silas_exp.data.transcripts.readers import openai
 
+from silas_exp.data.transcripts.readers import openai
 from silas_exp.errors import SuiteError
 
 FIX = Path(__file__).parent / "fixtures"

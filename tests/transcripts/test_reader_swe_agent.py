@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from silas_exp.data.transcripts.readers import head_of, swe_agent
 
+from silas_exp.data.transcripts.readers import head_of, swe_agent
 from silas_exp.errors import SuiteError
 
 FIX = Path(__file__).parent / "fixtures"
