@@ -25,12 +25,17 @@ from silas_exp.config import ExperimentConfig, validate
 from silas_exp.errors import ConfigError, SilasExpError, SuiteError
 from silas_exp.exitstate import STATE
 from silas_exp.progress import progress_note
-from silas_exp.records import RESULT_FILE, job_record, read_record, write_record
+from silas_exp.records import (
+    RESULT_FILE,
+    job_result,
+    read_job_result,
+    read_manifest,
+    write_job_result,
+)
 from silas_exp.runner import JobOutcome, calibration_to_json, make_job, run_job
 from silas_exp.suites.memo import load_suite_cached
 from silas_exp.tracking.jobs import (
     JobTracker,
-    SweepInfo,
     find_finished_job,
     job_payload,
     open_store,
@@ -55,10 +60,9 @@ def report(exc: BaseException, what: str) -> None:
 
 def _write_result(out_dir: Path, variant: str, repeat: int, outcome: JobOutcome | None,
                   error: str | None) -> None:
-    write_record(out_dir, job_record(
-        variant, repeat, "failed" if error else "finished", error,
-        outcome.metrics if outcome else {}, outcome.suite_version if outcome else None,
-        outcome.run if outcome else None))
+    write_job_result(out_dir, job_result(
+        variant, repeat, error, outcome.metrics if outcome else {},
+        outcome.suite_version if outcome else None, outcome.run if outcome else None))
     if outcome is not None and outcome.calibration is not None:
         (out_dir / "calibration.json").write_text(
             json.dumps(calibration_to_json(outcome.calibration), indent=1))
@@ -69,17 +73,16 @@ def _write_skipped(out_dir: Path, store, run) -> None:
     result into this sweep's folder so the end-of-sweep summary sees it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = store.download_artifact(run.info.run_id, RESULT_FILE, out_dir / ".resumed")
-    data = read_record(Path(path))
-    if data.get("results_file"):
-        results = store.download_artifact(run.info.run_id, data["results_file"], out_dir / ".resumed")
-        Path(results).replace(out_dir / data["results_file"])
-    data["resumed_from"] = run.info.run_id
-    write_record(out_dir, data)
+    result = read_job_result(Path(path))
+    if result.results_file:
+        cases = store.download_artifact(run.info.run_id, result.results_file, out_dir / ".resumed")
+        Path(cases).replace(out_dir / result.results_file)
+    write_job_result(out_dir, result.model_copy(update={"resumed_from": run.info.run_id}))
 
 
 def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], multirun: bool,
             job_num: int) -> float:
-    sweep = SweepInfo.read(out_dir.parent) if multirun else None
+    sweep = read_manifest(out_dir.parent) if multirun else None
     variant = variant_name(task_overrides, sweep.swept_keys if sweep else [], cfg.scorer.name)
     job = make_job(cfg, variant)
     label = f"[job {job_num}] {variant}#r{job.repeat}" if multirun else f"[run] {variant}"

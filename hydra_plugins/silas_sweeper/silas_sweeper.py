@@ -198,7 +198,7 @@ class SilasSweeper(BasicSweeper):
 
         from silas_exp.analysis.adaptive import AdaptiveState, review
         from silas_exp.analysis.settings import AnalysisSettings
-        from silas_exp.tracking.jobs import SweepInfo
+        from silas_exp.records import read_manifest
         from silas_exp.tracking.payload import variant_name
 
         cfg = self.config
@@ -215,7 +215,7 @@ class SilasSweeper(BasicSweeper):
         OmegaConf.save(cfg, sweep_dir / "multirun.yaml")
         if added:
             (sweep_dir / CONTROL_FILE).write_text(json.dumps({"added": added}))
-        info = SweepInfo.read(sweep_dir)
+        info = read_manifest(sweep_dir)
         swept = list(info.swept_keys) if info else [
             o.get_key_element() for o in overrides if o.is_sweep_override()]
         variants = {variant_name(job, swept, ""): job for job in base}
@@ -248,15 +248,15 @@ def _grow_planned_jobs(sweep_dir: Path, added: dict[str, str], arguments: list[s
     """Progress lines count planned jobs from the command line; count the
     added control's jobs too."""
     try:
-        from silas_exp.tracking.jobs import SweepInfo
+        from silas_exp.records import read_manifest, write_manifest
 
-        info = SweepInfo.read(sweep_dir)
+        info = read_manifest(sweep_dir)
         if info is not None and info.jobs_total:
             for group in added:
                 value = dict(a.partition("=")[::2] for a in arguments).get(group, params.get(group))
                 n = len(_options(value) or []) if value else 0
                 if n > 1:
                     info.jobs_total = info.jobs_total * n // (n - 1)
-            info.write(sweep_dir)
+            write_manifest(sweep_dir, info)
     except Exception:  # progress is a nicety; never fail a sweep for it
         return

@@ -22,11 +22,12 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from silas_exp.tracking.jobs import JOB_FILE, SweepInfo, log_job_folder, open_job_run
+from silas_exp.errors import RecordError
+from silas_exp.records import RESULT_FILE, JobResult, read_job_result, read_manifest, write_manifest
+from silas_exp.tracking.jobs import JOB_FILE, log_job_folder, open_job_run
 from silas_exp.tracking.parent import apply_parent_summary
 
 DONE_FILE = "sweep.done"
@@ -54,17 +55,13 @@ def _read(path: Path) -> dict[str, Any] | None:
         return None  # absent or still being written
 
 
-def job_end_time(job_dir: Path, result: dict[str, Any]) -> float | None:
+def job_end_time(job_dir: Path, result: JobResult) -> float | None:
     """When the job ended: its run record's ``completed_at``, else when it wrote
-    ``result.json`` (a failed job has no run record)."""
-    completed = (result.get("run") or {}).get("completed_at")
-    if completed:
-        try:
-            return datetime.fromisoformat(completed).timestamp()
-        except ValueError:
-            pass
+    its record (a failed job has no run record)."""
+    if result.run is not None and result.run.completed_at is not None:
+        return result.run.completed_at.timestamp()
     try:
-        return (job_dir / "result.json").stat().st_mtime
+        return (job_dir / RESULT_FILE).stat().st_mtime
     except OSError:
         return None
 
@@ -74,7 +71,7 @@ class Uploader:
         from silas_exp.tracking.store import MlflowStore
 
         self.dir = sweep_dir
-        info = SweepInfo.read(sweep_dir)
+        info = read_manifest(sweep_dir)
         if info is None:
             raise SystemExit(f"{sweep_dir}: no sweep.json; not a silas_exp sweep folder")
         self.info = info
@@ -86,7 +83,7 @@ class Uploader:
             info.parent_run_id = self.store.start_run(
                 info.experiment_id, f"sweep-{info.sweep_id}", info.parent_tags,
                 start_time=info.started_at or None)
-            info.write(sweep_dir)
+            write_manifest(sweep_dir, info)
         self.open_runs: dict[Path, str] = {}
 
     def pending(self) -> list[Path]:
@@ -101,15 +98,21 @@ class Uploader:
         if job_dir not in self.open_runs:
             self.open_runs[job_dir] = open_job_run(self.store, self.info.experiment_id, job,
                                                    self.info.parent_run_id, self.experiment_tags)
-        result = _read(job_dir / "result.json")
-        if result is None:
+        if not (job_dir / RESULT_FILE).is_file():
             return False
         run_id = self.open_runs.pop(job_dir)
-        log_job_folder(self.store, run_id, job_dir, result.get("metrics", {}),
+        try:
+            result = read_job_result(job_dir)
+        except RecordError as exc:  # written atomically: a broken record stays broken
+            self.store.log(run_id, tags={"silas.error": str(exc)[:4000]})
+            self.store.end_run(run_id, "FAILED")
+            (job_dir / TRACKED_FILE).write_text(json.dumps({"run_id": run_id, "status": "FAILED"}))
+            return True
+        log_job_folder(self.store, run_id, job_dir, result.metrics,
                        job.get("log_case_table", True), job)
-        status = "FINISHED" if result["status"] == "finished" else "FAILED"
+        status = "FINISHED" if result.finished else "FAILED"
         if status == "FAILED":
-            self.store.log(run_id, tags={"silas.error": str(result.get("error"))[:4000]})
+            self.store.log(run_id, tags={"silas.error": str(result.error)[:4000]})
         self.store.end_run(run_id, status, end_time=job_end_time(job_dir, result))
         (job_dir / TRACKED_FILE).write_text(json.dumps({"run_id": run_id, "status": status}))
         return True

@@ -24,9 +24,9 @@ from silas_exp.config import ExperimentConfig, validate
 from silas_exp.errors import SilasExpError, TrackingError
 from silas_exp.exitstate import STATE
 from silas_exp.progress import planned_jobs
+from silas_exp.records import SweepManifest, read_manifest, write_manifest
 from silas_exp.tracking import background
 from silas_exp.tracking.jobs import (
-    SweepInfo,
     command_key,
     experiment_name,
     find_resumable_sweep,
@@ -126,13 +126,14 @@ class TrackingCallback(Callback):
         cfg = _experiment(config)
         name = experiment_name(cfg) if cfg else "silas"
         command = "python -m silas_exp -m " + " ".join(shlex.quote(o) for o in cli)
-        info = SweepInfo(new_sweep_id(), name, swept_keys(cli, params), command=command,
-                         started_at=time.time())
+        info = SweepManifest(sweep_id=new_sweep_id(), experiment_name=name,
+                             swept_keys=swept_keys(cli, params), command=command,
+                             started_at=time.time())
         info.jobs_total = planned_jobs(
             cli, OmegaConf.to_container(config.hydra.sweeper.get("params") or {}, resolve=True),
             str(config.hydra.sweeper.get("_target_", "")))
         if cfg is None or not cfg.tracking.enabled:
-            info.write(sweep_dir)
+            write_manifest(sweep_dir, info)
             return
         info.default_params = default_params()  # composed once here, not in every job
         try:
@@ -152,7 +153,7 @@ class TrackingCallback(Callback):
         }
         if cfg.tracking.background and not cfg.resume:
             info.background = True
-            info.write(sweep_dir)
+            write_manifest(sweep_dir, info)
             # kept off the callback object: launchers pickle callbacks for their workers
             _UPLOADERS[str(sweep_dir)] = background.start(sweep_dir)
             return
@@ -171,7 +172,7 @@ class TrackingCallback(Callback):
                 print("resume=true: no unfinished sweep with this command; starting a new one.")
             info.parent_run_id = store.start_run(info.experiment_id, f"sweep-{info.sweep_id}",
                                                  info.parent_tags, start_time=info.started_at)
-        info.write(sweep_dir)
+        write_manifest(sweep_dir, info)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns an exception raised here into a warning and exit code 0, so
@@ -204,7 +205,7 @@ class TrackingCallback(Callback):
 
 def _summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records) -> list[str]:
     """Print and write the end-of-sweep summary and ablation; return the failures."""
-    info = SweepInfo.read(sweep_dir)
+    info = read_manifest(sweep_dir)
     table = variant_table(records)
     failed = failures(records)
     print(f"\nSweep {info.sweep_id if info else ''}: {len(records)} job(s) in {sweep_dir}")
@@ -222,9 +223,9 @@ def _summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records) -> list[s
 
 def _close_tracking(sweep_dir: Path, cfg: ExperimentConfig | None,
                     uploader: subprocess.Popen | None, jobs: int, failed: list[str],
-                    broken: BaseException | None) -> SweepInfo | None:
+                    broken: BaseException | None) -> SweepManifest | None:
     """End the sweep's parent run: through the background uploader, or directly."""
-    info = SweepInfo.read(sweep_dir)
+    info = read_manifest(sweep_dir)
     bad = len(failed) + (broken is not None)
     if uploader is not None:
         background.mark_done(sweep_dir, bad)
@@ -237,7 +238,7 @@ def _close_tracking(sweep_dir: Path, cfg: ExperimentConfig | None,
             print(f"\ntracking failed (see {sweep_dir / background.LOG_FILE}); every result is "
                   f"kept in {sweep_dir}. Upload later: silas-exp upload {sweep_dir}",
                   file=sys.stderr)
-        return SweepInfo.read(sweep_dir)
+        return read_manifest(sweep_dir)
     if cfg is not None and info and info.parent_run_id:
         store = open_store(cfg)
         for name in ("summary.md", "sweep.json", "ablation.md"):

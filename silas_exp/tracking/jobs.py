@@ -1,7 +1,8 @@
 """Per-job and per-sweep tracking, on top of ``MlflowStore``.
 
-``SweepInfo`` is written by the launching process (Hydra callback) to
-``<sweep dir>/sweep.json`` and read by every job, whatever launcher runs it.
+The sweep's manifest (``SweepManifest``, ``silas_exp.records``) is written by
+the launching process (Hydra callback) to ``<sweep dir>/sweep.json`` and read
+by every job, whatever launcher runs it.
 """
 
 from __future__ import annotations
@@ -10,14 +11,14 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from silas_exp.probes.report import PROBE_TABLE, probe_table
-from silas_exp.records import CASES_FILE, RESULT_FILE, case_results, read_record
+from silas_exp.records import CASES_FILE, RESULT_FILE, SweepManifest, read_job_result
+from silas_exp.schema.benchmark import BenchmarkResult
 from silas_exp.tracking.payload import (
     BASELINE_RUN_TAG,
     baseline_key,
@@ -33,39 +34,6 @@ if TYPE_CHECKING:  # mlflow is imported only where a store is opened (~1.2 s)
     from silas_exp.config import ExperimentConfig
     from silas_exp.runner import JobOutcome, JobSpec
     from silas_exp.tracking.store import MlflowStore
-
-SWEEP_FILE = "sweep.json"
-
-
-@dataclass
-class SweepInfo:
-    sweep_id: str
-    experiment_name: str
-    swept_keys: list[str] = field(default_factory=list)
-    experiment_id: str | None = None
-    parent_run_id: str | None = None
-    tracking_uri: str | None = None
-    artifact_root: str | None = None
-    command: str = ""
-    background: bool = False  # a background uploader process does all MLflow writes
-    parent_tags: dict[str, str] = field(default_factory=dict)
-    jobs_total: int | None = None  # planned jobs (grid sweepers), for progress lines
-    started_at: float = 0.0  # time.time() when the sweep started
-    default_params: dict[str, str] = field(default_factory=dict)  # composed once, for run params
-
-    def write(self, folder: Path) -> Path:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / SWEEP_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1))
-        tmp.replace(path)  # atomic: readers never see half a file
-        return path
-
-    @classmethod
-    def read(cls, folder: Path) -> SweepInfo | None:
-        path = folder / SWEEP_FILE
-        return cls(**json.loads(path.read_text())) if path.is_file() else None
-
 
 def command_key(cli_overrides: list[str]) -> str:
     """Identity of a sweep command for resuming: its overrides, sorted, without
@@ -98,7 +66,7 @@ def reopen_sweep(store: MlflowStore, parent: Any) -> int:
     return len(stale)
 
 
-def find_finished_job(store: MlflowStore, sweep: SweepInfo, config_hash: str, repeat: int,
+def find_finished_job(store: MlflowStore, sweep: SweepManifest, config_hash: str, repeat: int,
                       suite_version: str) -> Any | None:
     """A FINISHED run of this sweep with the same (config hash, suite version, repeat)."""
     if not sweep.parent_run_id or not sweep.experiment_id:
@@ -128,7 +96,7 @@ def open_store(cfg: ExperimentConfig) -> MlflowStore | None:
     return MlflowStore(cfg.tracking.uri, cfg.tracking.artifact_root)
 
 
-def run_tags(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None) -> dict[str, str]:
+def run_tags(cfg: ExperimentConfig, job: JobSpec, sweep: SweepManifest | None) -> dict[str, str]:
     tags = {
         "silas.variant": job.variant,
         "silas.repeat": str(job.repeat),
@@ -160,7 +128,7 @@ def traces_wanted(cfg: ExperimentConfig) -> bool:
                                                           and cfg.model.backend != "simulated"))
 
 
-def job_description(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None,
+def job_description(cfg: ExperimentConfig, job: JobSpec, sweep: SweepManifest | None,
                     suite_version: str) -> str:
     where = f" of sweep `{sweep.sweep_id}`" if sweep is not None else ""
     return (f"**{job.variant}**, repeat {job.repeat}{where} (seed {job.seed}): suite "
@@ -168,7 +136,7 @@ def job_description(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None
             f"`{cfg.scorer.name}`, eviction `{cfg.eviction.name}`, judge `{cfg.judge.name}`.")
 
 
-def job_payload(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None,
+def job_payload(cfg: ExperimentConfig, job: JobSpec, sweep: SweepManifest | None,
                 suite_version: str) -> dict[str, Any]:
     """Run name, tags, params, dataset and start time of one job's run (both
     tracking paths use it; the background uploader reads it from job.json)."""
@@ -217,7 +185,7 @@ class JobTracker:
     job) whether or not this process writes to MLflow."""
 
     def __init__(self, store: MlflowStore | None, cfg: ExperimentConfig, job: JobSpec,
-                 sweep: SweepInfo | None, suite_version: str, out_dir: Path | None = None) -> None:
+                 sweep: SweepManifest | None, suite_version: str, out_dir: Path | None = None) -> None:
         self.store, self.cfg, self.job, self.sweep = store, cfg, job, sweep
         self.suite_version = suite_version
         self.run_id: str | None = None
@@ -331,21 +299,23 @@ def outcome_line(metrics: dict[str, float], optimize: str | None) -> str:
 CASE_TABLE_ROWS = 1000  # rows per logged case table: the UI stays usable at any suite size
 
 
-def case_table(results: list[dict[str, Any]], keys: list[str] | None = None) -> dict[str, list[Any]]:
-    """Per-case results (BenchmarkResult dicts) as columns for ``log_table``;
-    ``keys``: the metric columns (default: every metric these results report)."""
+def case_table(results: Iterable[BenchmarkResult], keys: list[str] | None = None
+               ) -> dict[str, list[Any]]:
+    """Per-case results as columns for ``log_table``; ``keys``: the metric
+    columns (default: every metric these results report)."""
+    results = list(results)
     if keys is None:
-        keys = sorted({k for r in results for k in r.get("metrics", {})})
+        keys = sorted({k for r in results for k in r.metrics})
     table: dict[str, list[Any]] = {
-        "case_id": [r["case_id"] for r in results],
-        "status": [r["status"] for r in results],
-        "latency_ms": [round(r["latency_ms"], 2) for r in results],
-        "token_cost": [r["token_cost"] for r in results],
-        "llm_judge_score": [r.get("llm_judge_score") for r in results],
-        "error": [r.get("error") or "" for r in results],
+        "case_id": [r.case_id for r in results],
+        "status": [r.status for r in results],
+        "latency_ms": [round(r.latency_ms, 2) for r in results],
+        "token_cost": [r.token_cost for r in results],
+        "llm_judge_score": [r.llm_judge_score for r in results],
+        "error": [r.error or "" for r in results],
     }
     for key in keys:
-        table[key] = [r.get("metrics", {}).get(key) for r in results]
+        table[key] = [r.metrics.get(key) for r in results]
     return table
 
 
@@ -354,13 +324,13 @@ def case_tables(out_dir: Path, rows: int = CASE_TABLE_ROWS) -> Iterator[tuple[st
     ``cases.json`` when the job has at most ``rows`` cases, else ``cases/part-0001.json``,
     ``cases/part-0002.json`` … of ``rows`` cases each, all with the same columns
     (the full per-case results are the ``results.jsonl`` artifact)."""
-    record = read_record(out_dir)
+    result = read_job_result(out_dir)
     keys: set[str] = set()
     n = 0
-    for r in case_results(out_dir, record):
-        keys.update(r.get("metrics", {}))
+    for r in result.cases(out_dir):
+        keys.update(r.metrics)
         n += 1
-    columns, again, part = sorted(keys), case_results(out_dir, record), 0
+    columns, again, part = sorted(keys), result.cases(out_dir), 0
     while chunk := list(islice(again, rows)):
         part += 1
         yield (f"cases/part-{part:04d}.json" if n > rows else "cases.json",

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 import silas_exp.runner as runner
 from silas_exp.config import validate
 from silas_exp.context.budget import TokenBudget
-from silas_exp.records import CASES_FILE, case_results, read_record
+from silas_exp.records import CASES_FILE, read_job_result
 from silas_exp.runner import make_job, run_job
 from silas_exp.suites import loader
 from silas_exp.tracking.jobs import case_tables
@@ -56,7 +56,7 @@ def test_case_table_comes_in_chunks_with_the_same_columns(compose, tmp_path):
 
     out = _job(compose, tmp_path / "job")
     _write_result(tmp_path / "job", "v", 0, out, None)
-    assert "results" not in read_record(tmp_path / "job")["run"]
+    assert "results" not in json.loads((tmp_path / "job" / "result.json").read_text())["run"]
     whole = list(case_tables(tmp_path / "job"))
     parts = list(case_tables(tmp_path / "job", rows=1))
     assert [name for name, _ in whole] == ["cases.json"]
@@ -64,7 +64,7 @@ def test_case_table_comes_in_chunks_with_the_same_columns(compose, tmp_path):
     table = whole[0][1]
     assert all(list(t) == list(table) for _, t in parts)
     assert [t["case_id"][0] for _, t in parts] == table["case_id"]
-    assert len(list(case_results(tmp_path / "job"))) == 2
+    assert len(list(read_job_result(tmp_path / "job").cases(tmp_path / "job"))) == 2
 
 
 def test_bounded_control_flush_logs_give_the_same_results(compose, tmp_path, monkeypatch):

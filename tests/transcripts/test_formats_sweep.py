@@ -31,7 +31,7 @@ import pytest
 
 from silas_exp.analysis.summary import HEADLINE
 from silas_exp.probes.facts import Fact, norm
-from silas_exp.records import case_results, read_record
+from silas_exp.records import read_job_result
 from silas_exp.suites.loader import CALIBRATION_TAG, load_suite
 from tests.transcripts.script import coding_script
 from tests.transcripts.writers import FORMATS, write
@@ -74,10 +74,10 @@ def _results(sweep: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """variant -> case id -> per-case result, of a sweep run once per variant."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for f in sweep.glob("*/result.json"):
-        job = read_record(f)
-        assert job["status"] == "finished", job.get("error")
-        assert job["variant"] not in out, "one repeat per variant"
-        out[job["variant"]] = {c["case_id"]: c for c in case_results(f.parent, job)}
+        job = read_job_result(f)
+        assert job.finished, job.error
+        assert job.variant not in out, "one repeat per variant"
+        out[job.variant] = {c.case_id: c.model_dump(mode="json") for c in job.cases(f.parent)}
     return out
 
 
