@@ -3,6 +3,7 @@
 Exit codes: 0 ok; 1 a job failed (or a sweep had failed jobs); 2 bad input
 (unknown config option, invalid value, broken suite file). Errors print one
 paragraph; ``--verbose`` or ``HYDRA_FULL_ERROR=1`` shows the traceback.
+How an error crosses Hydra to the exit code: ``silas_exp.exits``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import hydra
@@ -22,8 +25,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from silas_exp.config import ExperimentConfig, validate
-from silas_exp.errors import ConfigError, SilasExpError, SuiteError
-from silas_exp.exitstate import STATE
+from silas_exp.errors import ConfigError, RunError, SilasExpError, SuiteError
+from silas_exp.exits import BAD_INPUT, FAILED, Reported
 from silas_exp.progress import progress_note
 from silas_exp.records import (
     RESULT_FILE,
@@ -47,7 +50,9 @@ CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
 
 def verbose() -> bool:
-    return STATE["verbose"] or os.environ.get("HYDRA_FULL_ERROR") == "1"
+    """``--verbose`` sets HYDRA_FULL_ERROR=1 for the whole process tree (Hydra's
+    own switch for full tracebacks)."""
+    return os.environ.get("HYDRA_FULL_ERROR") == "1"
 
 
 def report(exc: BaseException, what: str) -> None:
@@ -145,9 +150,9 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     return value
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-def hydra_main(dcfg: DictConfig) -> float:
-    STATE["task_started"] = True
+def run_task(dcfg: DictConfig) -> float:
+    """One Hydra job: validate the composed config, run it; errors are reported
+    here and leave as ``Reported`` (silas_exp.exits)."""
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     try:
@@ -156,13 +161,33 @@ def hydra_main(dcfg: DictConfig) -> float:
                        hc.job.num if multirun else 0)
     except (ConfigError, SuiteError) as exc:
         report(exc, "bad input")
-        raise SystemExit(2) from None
+        raise Reported(exc) from None
     except SilasExpError as exc:
         report(exc, "run failed")
-        raise SystemExit(exc.exit_code) from None
+        raise Reported(exc) from None
     except Exception as exc:
         report(exc, "run failed")
-        raise SystemExit(1) from None
+        raise Reported(RunError(f"{type(exc).__name__}: {exc}")) from None
+
+
+@dataclass
+class Invocation:
+    """What ``main`` learns while Hydra runs: whether a job started in this
+    process. Hydra reports its own failures (a config that does not compose, a
+    sweeper's error) only as exit status 1; before any job that is bad input (2)."""
+
+    job_started: bool = False
+
+
+def hydra_main(invocation: Invocation) -> Callable[[], object]:
+    """The Hydra application, noting in ``invocation`` when a job starts."""
+
+    @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+    def silas_exp_task(dcfg: DictConfig) -> float:
+        invocation.job_started = True
+        return run_task(dcfg)
+
+    return silas_exp_task
 
 
 SWEEPER_PLUGIN = "hydra_plugins.silas_sweeper"
@@ -184,18 +209,20 @@ def main(argv: list[str] | None = None) -> None:
     problem = missing_plugin()
     if problem:
         print(problem, file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(BAD_INPUT)
     args = list(sys.argv[1:] if argv is None else argv)
     if "--verbose" in args:
         args.remove("--verbose")
-        STATE["verbose"] = True
         os.environ["HYDRA_FULL_ERROR"] = "1"
     sys.argv = [sys.argv[0], *args]
+    invocation = Invocation()
     try:
-        hydra_main()
+        hydra_main(invocation)()
+    except Reported as exc:  # already reported to the user
+        raise SystemExit(exc.exit_code) from None
     except SystemExit as exc:
         # Hydra exits 1 when composing fails (unknown group option, bad override):
         # that is bad input, so 2 — unless a job was running when it happened.
-        if exc.code == 1 and not STATE["task_started"] and not STATE["jobs_failed"]:
-            raise SystemExit(2) from None
+        if exc.code == FAILED and not invocation.job_started:
+            raise SystemExit(BAD_INPUT) from None
         raise

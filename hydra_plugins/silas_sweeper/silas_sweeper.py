@@ -143,7 +143,9 @@ class SilasSweeper(BasicSweeper):
     def __init__(self, max_batch_size: int | None, params: dict[str, str] | None = None,
                  check: str = "distinct") -> None:
         if check not in CHECKS:
-            raise ValueError(f"hydra.sweeper.check={check!r} is not one of {CHECKS}; "
+            from silas_exp.errors import ConfigError
+
+            raise ConfigError(f"hydra.sweeper.check={check!r} is not one of {CHECKS}; "
                              "use distinct (the default) or all")
         super().__init__(max_batch_size=max_batch_size, params=params)
         self.check = check
@@ -159,7 +161,9 @@ class SilasSweeper(BasicSweeper):
         assert self.config is not None
         repeats = self.config.get("repeats")
         if isinstance(repeats, int) and repeats < 1:
-            raise ValueError(f"repeats={repeats}: a sweep needs at least one repeat per variant; "
+            from silas_exp.errors import ConfigError
+
+            raise ConfigError(f"repeats={repeats}: a sweep needs at least one repeat per variant; "
                              "use repeats=1 or more (default 5)")
         if str(repeats) == "auto":
             return self._adaptive(arguments)

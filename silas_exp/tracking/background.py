@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from silas_exp.errors import RecordError
+from silas_exp.errors import RecordError, SilasExpError
 from silas_exp.records import RESULT_FILE, JobResult, read_job_result, read_manifest, write_manifest
 from silas_exp.tracking.jobs import JOB_FILE, log_job_folder, open_job_run
 from silas_exp.tracking.parent import apply_parent_summary
@@ -73,7 +73,7 @@ class Uploader:
         self.dir = sweep_dir
         info = read_manifest(sweep_dir)
         if info is None:
-            raise SystemExit(f"{sweep_dir}: no sweep.json; not a silas_exp sweep folder")
+            raise RecordError(f"{sweep_dir}: no sweep.json; pass the folder of a silas_exp sweep")
         self.info = info
         self.store = MlflowStore(info.tracking_uri, info.artifact_root)
         self.store.ensure_store()
@@ -157,7 +157,11 @@ def main() -> None:
     parser.add_argument("sweep_dir", type=Path)
     parser.add_argument("--parent-pid", type=int, default=None)
     args = parser.parse_args()
-    code = run(args.sweep_dir, args.parent_pid)
+    try:
+        code = run(args.sweep_dir, args.parent_pid)
+    except SilasExpError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        code = exc.exit_code
     sys.stdout.flush()
     sys.stderr.flush()
     # every write is committed by now; skip interpreter teardown (mlflow's exit

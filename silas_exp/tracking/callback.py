@@ -21,8 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from silas_exp.analysis.summary import failures, read_job_records, variant_table
 from silas_exp.config import ExperimentConfig, validate
-from silas_exp.errors import SilasExpError, TrackingError
-from silas_exp.exitstate import STATE
+from silas_exp.errors import SilasExpError, SweepFailed, TrackingError
+from silas_exp.exits import Reported
 from silas_exp.progress import planned_jobs
 from silas_exp.records import SweepManifest, read_manifest, write_manifest
 from silas_exp.tracking import background
@@ -140,7 +140,7 @@ class TrackingCallback(Callback):
             preflight(cfg.tracking.uri)
         except TrackingError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+            raise Reported(exc) from None
         key = command_key(cli)
         info.tracking_uri, info.artifact_root = cfg.tracking.uri, cfg.tracking.artifact_root
         info.parent_tags = {
@@ -198,9 +198,9 @@ class TrackingCallback(Callback):
             print(f"\nMLflow: experiment {info.experiment_name!r}, parent run {info.parent_run_id}"
                   f"{ui}\n  {ui_link(cfg.tracking.uri, info.experiment_id)}")
         sys.stdout.flush()
-        if failed or broken is not None:
-            STATE["jobs_failed"] = True
-            raise SystemExit(1)
+        if failed or broken is not None:  # exit 1 (silas_exp.exits: Hydra lets it through)
+            raise Reported(SweepFailed(f"{len(failed)} job(s) failed" if failed
+                                       else "the end-of-sweep summary failed"))
 
 
 def _summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records) -> list[str]:
