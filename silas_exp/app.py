@@ -28,23 +28,11 @@ from silas_exp.config import ExperimentConfig, validate
 from silas_exp.errors import ConfigError, RunError, SilasExpError, SuiteError
 from silas_exp.exits import BAD_INPUT, FAILED, Reported
 from silas_exp.progress import progress_note
-from silas_exp.records import (
-    RESULT_FILE,
-    job_result,
-    read_job_result,
-    read_manifest,
-    write_job_result,
-)
+from silas_exp.records import RESULT_FILE, job_result, read_manifest, write_job_result
 from silas_exp.runner import JobOutcome, calibration_to_json, make_job, run_job
 from silas_exp.suites.memo import load_suite_cached
-from silas_exp.tracking.jobs import (
-    JobTracker,
-    find_finished_job,
-    job_payload,
-    open_store,
-    write_job_file,
-)
 from silas_exp.tracking.payload import variant_name
+from silas_exp.tracking.tracker import make_tracker
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
@@ -73,18 +61,6 @@ def _write_result(out_dir: Path, variant: str, repeat: int, outcome: JobOutcome 
             json.dumps(calibration_to_json(outcome.calibration), indent=1))
 
 
-def _write_skipped(out_dir: Path, store, run) -> None:
-    """A job finished by an earlier, interrupted invocation: bring its logged
-    result into this sweep's folder so the end-of-sweep summary sees it."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = store.download_artifact(run.info.run_id, RESULT_FILE, out_dir / ".resumed")
-    result = read_job_result(Path(path))
-    if result.results_file:
-        cases = store.download_artifact(run.info.run_id, result.results_file, out_dir / ".resumed")
-        Path(cases).replace(out_dir / result.results_file)
-    write_job_result(out_dir, result.model_copy(update={"resumed_from": run.info.run_id}))
-
-
 def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], multirun: bool,
             job_num: int) -> float:
     sweep = read_manifest(out_dir.parent) if multirun else None
@@ -93,26 +69,21 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     label = f"[job {job_num}] {variant}#r{job.repeat}" if multirun else f"[run] {variant}"
     loaded = load_suite_cached(cfg.suite.path)
     version = loaded.suite.version
-    if sweep is not None and sweep.background:
-        store = None  # the background uploader logs this job from its folder
-        if cfg.tracking.enabled:
-            write_job_file(out_dir, job_payload(cfg, job, sweep, version))
-    else:
-        store = open_store(cfg)
-    if cfg.resume and store is not None and sweep is not None:
-        done = find_finished_job(store, sweep, cfg.variant_hash(), job.repeat, version)
+    tracker = make_tracker(cfg)
+    if cfg.resume and sweep is not None:
+        done = tracker.find_finished_job(sweep, cfg.variant_hash(), job.repeat, version)
         if done is not None:
-            _write_skipped(out_dir, store, done)
-            print(f"{label}: already finished as run {done.info.run_id}; skipped", flush=True)
-            return done.data.metrics.get(cfg.metrics.optimize, math.nan)
+            tracker.restore_job(done, out_dir)
+            print(f"{label}: already finished as run {done.run_id}; skipped", flush=True)
+            return done.metrics.get(cfg.metrics.optimize, math.nan)
     t0 = time.perf_counter()
     outcome: JobOutcome | None = None
     try:
-        with JobTracker(store, cfg, job, sweep, version) as tracker:
+        with tracker.job(job, sweep, version, out_dir) as run:
             outcome = run_job(cfg, job, out_dir, loaded=loaded,
                               spend_ledger=(out_dir.parent if multirun else out_dir) / "llm_spend.sqlite")
             _write_result(out_dir, variant, job.repeat, outcome, None)
-            tracker.log_outcome(outcome, out_dir)
+            run.log_outcome(outcome.metrics)
     except (ConfigError, SuiteError):
         raise
     except Exception as exc:
@@ -145,8 +116,9 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
               "truncate: the dropped items show no fact a summary would keep", flush=True)
     if not multirun:
         print(f"results: {out_dir / RESULT_FILE} (per case: {outcome.results_path})")
-        if store is not None:
-            print(f"mlflow ui --backend-store-uri {cfg.tracking.uri}")
+        footer = tracker.run_footer()
+        if footer:
+            print(footer)
     return value
 
 

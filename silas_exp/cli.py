@@ -57,8 +57,9 @@ def cmd_fixtures(args: argparse.Namespace) -> int:
 
 
 def cmd_upload(args: argparse.Namespace) -> int:
-    from silas_exp.records import read_manifest, sweep_job_results, write_manifest
-    from silas_exp.tracking.background import DONE_FILE, Uploader
+    from silas_exp.records import read_manifest, read_sweep_end, write_manifest, write_sweep_end
+    from silas_exp.sweep_end import recorded_end
+    from silas_exp.tracking.background import Uploader
 
     sweep_dir = Path(args.sweep_dir)
     info = read_manifest(sweep_dir)
@@ -69,9 +70,9 @@ def cmd_upload(args: argparse.Namespace) -> int:
         write_manifest(sweep_dir, info)
     up = Uploader(sweep_dir)
     n = up.drain()
-    failed = sum(1 for _, r in sweep_job_results(sweep_dir) if not r.finished)
-    up.finish("FAILED" if failed else "FINISHED")
-    (sweep_dir / DONE_FILE).write_text("{}")
+    end = read_sweep_end(sweep_dir) or recorded_end(sweep_dir)  # a sweep cut short has none
+    up.finish(end)
+    write_sweep_end(sweep_dir, end)
     print(f"uploaded {n} job(s) to {info.tracking_uri} (parent run {up.info.parent_run_id})")
     return 0
 

@@ -10,6 +10,8 @@ writes and reads them.
 * ``<sweep folder>/sweep.json``: the ``SweepManifest``, the sweep's own facts
   (id, swept keys, planned jobs, start time, tracking state), written by the
   launching process and read by every job.
+* ``<sweep folder>/sweep.done``: the ``SweepEnd``, what the end of the sweep
+  hands to the tracker for the sweep's parent run.
 
 Older job results still load: format 3 (``"format": 3``, the same shape) and
 the earlier ones without a ``format`` key, whose per-case results are inside
@@ -32,10 +34,13 @@ from silas_exp.schema.benchmark import BenchmarkResult, BenchmarkRun
 
 RESULT_FILE = "result.json"
 CASES_FILE = "results.jsonl"
+PROBE_TABLE = "probes.json"  # the job's probe rows; logged as an MLflow table of the same name
 MANIFEST_FILE = "sweep.json"
+SWEEP_END_FILE = "sweep.done"
 
 SCHEMA_VERSION = 4  # JobResult; 3 was "format": 3, earlier files had no version key
 MANIFEST_VERSION = 1
+SWEEP_END_VERSION = 1
 _FORMAT_1_EVICTED = '{"evicted"'  # the first results kept the eviction order as output
 
 
@@ -268,3 +273,38 @@ def read_manifest(folder: Path) -> SweepManifest | None:
 
 def write_manifest(folder: Path, manifest: SweepManifest) -> Path:
     return _write_json(folder / MANIFEST_FILE, manifest._dump())
+
+
+class SweepEnd(_Record):
+    """How a sweep ended, for its parent run (``sweep.done``): status, what it
+    shows beyond its job runs (``description`` becomes the run's markdown
+    description) and the files to attach (``artifacts``: paths relative to the
+    sweep folder, files or folders, logged under the same relative path)."""
+
+    schema_version: int = SWEEP_END_VERSION
+    status: Literal["FINISHED", "FAILED", "KILLED"] = "FINISHED"
+    params: dict[str, str] = Field(default_factory=dict)
+    metrics: dict[str, float] = Field(default_factory=dict)
+    tags: dict[str, str] = Field(default_factory=dict)
+    description: str | None = None
+    artifacts: list[str] = Field(default_factory=list)
+
+
+_END_FIX = "delete it, then upload the sweep folder again (silas-exp upload SWEEP_DIR)"
+
+
+def read_sweep_end(folder: Path) -> SweepEnd | None:
+    """The sweep's end record; None while the sweep runs. Before version 1 the
+    file held only the number of failed jobs."""
+    return _read_sweep_record(
+        folder / SWEEP_END_FILE, SweepEnd, SWEEP_END_VERSION, "sweep end record", _END_FIX,
+        lambda old: SweepEnd(status="FAILED" if old.get("failed_jobs") else "FINISHED"))
+
+
+def write_sweep_end(folder: Path, end: SweepEnd) -> Path:
+    return _write_json(folder / SWEEP_END_FILE, end._dump())
+
+
+def remove_sweep_end(folder: Path) -> None:
+    """A sweep starts in ``folder``: an end record left by an earlier sweep there is not its end."""
+    (folder / SWEEP_END_FILE).unlink(missing_ok=True)

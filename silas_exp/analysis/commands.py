@@ -53,7 +53,7 @@ def cmd_ablation(args) -> int:
     if Path(args.sweep).is_dir():
         data, parent = load_sweep_dir(Path(args.sweep), suite_dir), None
     else:
-        from silas_exp.tracking.reader import load_sweep_from_mlflow
+        from silas_exp.analysis.data import load_sweep_from_mlflow
 
         data, parent = load_sweep_from_mlflow(args.tracking_uri, args.sweep)
         data.baseline = load_baseline(suite_dir) if suite_dir else None

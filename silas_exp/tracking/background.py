@@ -4,7 +4,8 @@ Jobs never import mlflow in this mode: each writes ``job.json`` when it starts
 and ``result.json`` when it ends (they keep both on disk anyway). This process,
 started by the launching process at the beginning of the multirun, creates the
 store, the experiment and the parent run, turns job folders into child runs
-as they appear, and closes the parent when the sweep writes ``sweep.done``.
+as they appear, and closes the parent when the sweep writes its end record
+(``sweep.done``, a ``SweepEnd``).
 On a 2-core machine the tracking work (importing mlflow ~1 s, creating a
 fresh SQLite store ~1.5 s, ~50 ms per job) runs beside the jobs instead of
 between them, and only one process ever writes the SQLite store.
@@ -26,11 +27,19 @@ from pathlib import Path
 from typing import Any
 
 from silas_exp.errors import RecordError, SilasExpError
-from silas_exp.records import RESULT_FILE, JobResult, read_job_result, read_manifest, write_manifest
+from silas_exp.records import (
+    MANIFEST_FILE,
+    RESULT_FILE,
+    JobResult,
+    SweepEnd,
+    read_job_result,
+    read_manifest,
+    read_sweep_end,
+    write_manifest,
+)
 from silas_exp.tracking.jobs import JOB_FILE, log_job_folder, open_job_run
-from silas_exp.tracking.parent import apply_parent_summary
+from silas_exp.tracking.parent import close_parent
 
-DONE_FILE = "sweep.done"
 TRACKED_FILE = ".tracked.json"
 LOG_FILE = "tracking.log"
 
@@ -42,10 +51,6 @@ def start(sweep_dir: Path) -> subprocess.Popen:
          "--parent-pid", str(os.getpid())],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"},
     )
-
-
-def mark_done(sweep_dir: Path, failed_jobs: int) -> None:
-    (sweep_dir / DONE_FILE).write_text(json.dumps({"failed_jobs": failed_jobs}))
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -73,7 +78,7 @@ class Uploader:
         self.dir = sweep_dir
         info = read_manifest(sweep_dir)
         if info is None:
-            raise RecordError(f"{sweep_dir}: no sweep.json; pass the folder of a silas_exp sweep")
+            raise RecordError(f"{sweep_dir}: no {MANIFEST_FILE}; pass the folder of a silas_exp sweep")
         self.info = info
         self.store = MlflowStore(info.tracking_uri, info.artifact_root)
         self.store.ensure_store()
@@ -120,33 +125,30 @@ class Uploader:
     def drain(self) -> int:
         return sum(self.step(d) for d in self.pending())
 
-    def finish(self, status: str) -> None:
+    def tracked(self) -> int:
+        return sum(1 for d in self.dir.iterdir() if (d / TRACKED_FILE).exists())
+
+    def finish(self, end: SweepEnd) -> None:
+        """Close what is still open and the parent run, with the sweep's end."""
         for run_id in self.open_runs.values():
             self.store.log(run_id, tags={"silas.error": "sweep interrupted"})
             self.store.end_run(run_id, "KILLED")
         self.open_runs.clear()
-        for name in ("summary.md", "sweep.json", "ablation.md"):
-            if (self.dir / name).is_file():
-                self.store.log_artifact(self.info.parent_run_id, self.dir / name)
-        if (self.dir / "ablation").is_dir():
-            self.store.log_artifacts(self.info.parent_run_id, self.dir / "ablation", "ablation")
-        jobs = sum(1 for d in self.dir.iterdir() if (d / TRACKED_FILE).exists())
-        self.store.log(self.info.parent_run_id, metrics={"sweep.jobs": jobs})
-        apply_parent_summary(self.store, self.info.parent_run_id, self.dir)
-        self.store.end_run(self.info.parent_run_id, status)
+        close_parent(self.store, self.info.parent_run_id, self.dir, end)
 
 
 def run(sweep_dir: Path, parent_pid: int | None, poll_s: float = 0.1) -> int:
     up = Uploader(sweep_dir)
     while True:
-        done = _read(sweep_dir / DONE_FILE)
+        end = read_sweep_end(sweep_dir)
         progressed = up.drain()
-        if done is not None and not up.pending():
-            up.finish("FAILED" if done.get("failed_jobs") else "FINISHED")
+        if end is not None and not up.pending():
+            up.finish(end)
             return 0
         if parent_pid is not None and os.getppid() != parent_pid:
             up.drain()
-            up.finish("KILLED")
+            up.finish(SweepEnd(status="KILLED", metrics={"sweep.jobs": up.tracked()},
+                               artifacts=[MANIFEST_FILE]))
             return 1
         if not progressed:
             time.sleep(poll_s)

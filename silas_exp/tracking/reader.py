@@ -64,13 +64,3 @@ class Reader:
     def log_artifact(self, run_id: str, path: Path, artifact_path: str | None = None) -> None:
         self.store.log_artifact(run_id, path, artifact_path)
 
-
-def load_sweep_from_mlflow(uri: str, sweep_id: str):
-    from silas_exp.analysis.data import SweepData, job_from_result, latest_per_job
-
-    reader = Reader(uri)
-    parent, children = reader.sweep_runs(sweep_id)
-    jobs = [job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
-            for r in latest_per_job(children)]
-    command = parent.data.tags.get("silas.command", "") if parent else ""
-    return SweepData(sweep_id, command, jobs), parent

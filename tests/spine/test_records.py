@@ -17,13 +17,16 @@ from silas_exp.records import (
     RESULT_FILE,
     SCHEMA_VERSION,
     CaseLog,
+    SweepEnd,
     SweepManifest,
     job_result,
     read_job_result,
     read_manifest,
+    read_sweep_end,
     sweep_job_results,
     write_job_result,
     write_manifest,
+    write_sweep_end,
 )
 from silas_exp.schema.benchmark import BenchmarkResult, BenchmarkRun, BenchmarkSummary
 
@@ -148,3 +151,12 @@ def test_sweep_manifest_round_trip_and_the_shape_before_versions(tmp_path):
     (tmp_path / "sweep.json").write_text(json.dumps({**legacy, "schema_version": 2}))
     with pytest.raises(RecordError, match="sweep.json.*newer silas_exp"):
         read_manifest(tmp_path)
+
+
+def test_sweep_end_round_trip_and_the_older_done_marker(tmp_path):
+    end = SweepEnd(status="FAILED", metrics={"sweep.jobs": 2.0}, tags={"t": "v"},
+                   description="| a |", artifacts=["summary.md", "ablation"])
+    write_sweep_end(tmp_path, end)
+    assert read_sweep_end(tmp_path) == end
+    (tmp_path / "sweep.done").write_text('{"failed_jobs": 0}')
+    assert read_sweep_end(tmp_path) == SweepEnd(status="FINISHED")

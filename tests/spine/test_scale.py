@@ -14,7 +14,7 @@ from silas_exp.context.budget import TokenBudget
 from silas_exp.records import CASES_FILE, read_job_result
 from silas_exp.runner import make_job, run_job
 from silas_exp.suites import loader
-from silas_exp.tracking.jobs import case_tables
+from silas_exp.tracking.tables import case_tables
 
 from ..conftest import REPO
 
