@@ -1,4 +1,4 @@
-"""Hydra entry point: compose → validate once → ``run_job`` → track → exit code.
+"""Hydra entry point: compose → validate once → ``silas_exp.job.execute`` → exit code.
 
 Exit codes: 0 ok; 1 a job failed (or a sweep had failed jobs); 2 bad input
 (unknown config option, invalid value, broken suite file). Errors print one
@@ -9,12 +9,8 @@ How an error crosses Hydra to the exit code: ``silas_exp.exits``.
 from __future__ import annotations
 
 import importlib.util
-import json
-import math
 import os
 import sys
-import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,102 +20,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from silas_exp.config import ExperimentConfig, validate
+from silas_exp.config import validate
+from silas_exp.console import report
 from silas_exp.errors import ConfigError, RunError, SilasExpError, SuiteError
 from silas_exp.exits import BAD_INPUT, FAILED, Reported
-from silas_exp.progress import progress_note
-from silas_exp.records import RESULT_FILE, job_result, read_manifest, write_job_result
-from silas_exp.runner import JobOutcome, calibration_to_json, make_job, run_job
-from silas_exp.suites.memo import load_suite_cached
-from silas_exp.tracking.payload import variant_name
-from silas_exp.tracking.tracker import make_tracker
+from silas_exp.job import execute
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-
-
-def verbose() -> bool:
-    """``--verbose`` sets HYDRA_FULL_ERROR=1 for the whole process tree (Hydra's
-    own switch for full tracebacks)."""
-    return os.environ.get("HYDRA_FULL_ERROR") == "1"
-
-
-def report(exc: BaseException, what: str) -> None:
-    if verbose():
-        traceback.print_exception(exc)
-    print(f"error: {what}: {exc}", file=sys.stderr)
-    if not verbose():
-        print("(run with --verbose for the full traceback)", file=sys.stderr)
-
-
-def _write_result(out_dir: Path, variant: str, repeat: int, outcome: JobOutcome | None,
-                  error: str | None) -> None:
-    write_job_result(out_dir, job_result(
-        variant, repeat, error, outcome.metrics if outcome else {},
-        outcome.suite_version if outcome else None, outcome.run if outcome else None))
-    if outcome is not None and outcome.calibration is not None:
-        (out_dir / "calibration.json").write_text(
-            json.dumps(calibration_to_json(outcome.calibration), indent=1))
-
-
-def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], multirun: bool,
-            job_num: int) -> float:
-    sweep = read_manifest(out_dir.parent) if multirun else None
-    variant = variant_name(task_overrides, sweep.swept_keys if sweep else [], cfg.scorer.name)
-    job = make_job(cfg, variant)
-    label = f"[job {job_num}] {variant}#r{job.repeat}" if multirun else f"[run] {variant}"
-    loaded = load_suite_cached(cfg.suite.path)
-    version = loaded.suite.version
-    tracker = make_tracker(cfg)
-    if cfg.resume and sweep is not None:
-        done = tracker.find_finished_job(sweep, cfg.variant_hash(), job.repeat, version)
-        if done is not None:
-            tracker.restore_job(done, out_dir)
-            print(f"{label}: already finished as run {done.run_id}; skipped", flush=True)
-            return done.metrics.get(cfg.metrics.optimize, math.nan)
-    t0 = time.perf_counter()
-    outcome: JobOutcome | None = None
-    try:
-        with tracker.job(job, sweep, version, out_dir) as run:
-            outcome = run_job(cfg, job, out_dir, loaded=loaded,
-                              spend_ledger=(out_dir.parent if multirun else out_dir) / "llm_spend.sqlite")
-            _write_result(out_dir, variant, job.repeat, outcome, None)
-            run.log_outcome(outcome.metrics)
-    except (ConfigError, SuiteError):
-        raise
-    except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
-        if outcome is not None:  # computed but not tracked: keep the result on disk
-            error = f"tracking failed, result kept in {out_dir / RESULT_FILE}: {error}"
-        _write_result(out_dir, variant, job.repeat, outcome, error)
-        if not multirun or cfg.fail_fast:
-            raise
-        report(exc, f"{label} failed (the sweep goes on)")
-        return math.nan
-    value = outcome.metrics.get(cfg.metrics.optimize, math.nan)
-    summary = outcome.run.summary
-    if cfg.llm.dry_run:
-        m = outcome.metrics
-        print(f"{label}: dry run: {m.get('llm.calls', 0):.0f} model calls, "
-              f"{m.get('llm.input_tokens', 0):.0f} input + {m.get('llm.output_tokens', 0):.0f} output "
-              f"tokens, estimated ${m.get('llm.cost_usd', 0):.4f} with {cfg.model.name} "
-              "(simulated answers; nothing tracked)", flush=True)
-        return value
-    progress = ""
-    if sweep is not None:
-        progress = f" [{progress_note(out_dir.parent, sweep.jobs_total, sweep.started_at, time.time())}]"
-    print(f"{label}: {outcome.cases} cases, pass {summary.pass_rate:.0%}, "
-          f"{cfg.metrics.optimize}={value:.3f} ({time.perf_counter() - t0:.1f}s){progress} "
-          f"-> {out_dir}", flush=True)
-    if outcome.metrics.get("probe.empty_summaries", 0) > 0:
-        print(f"{label}: warning: some compressions produced an empty summary (probe.empty_summaries "
-              f"{outcome.metrics['probe.empty_summaries']:.2f} per case), so they compressed like "
-              "truncate: the dropped items show no fact a summary would keep", flush=True)
-    if not multirun:
-        print(f"results: {out_dir / RESULT_FILE} (per case: {outcome.results_path})")
-        footer = tracker.run_footer()
-        if footer:
-            print(footer)
-    return value
 
 
 def run_task(dcfg: DictConfig) -> float:

@@ -30,8 +30,8 @@ from silas_exp.records import SweepManifest, remove_sweep_end, write_manifest
 from silas_exp.sweep_end import end_of_sweep
 from silas_exp.tracking.jobs import experiment_name
 from silas_exp.tracking.parent import sweep_command
-from silas_exp.tracking.payload import swept_keys
 from silas_exp.tracking.tracker import make_tracker
+from silas_exp.variants import swept_keys
 
 
 def _experiment(config: DictConfig) -> ExperimentConfig | None:

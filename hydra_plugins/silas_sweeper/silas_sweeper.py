@@ -203,7 +203,7 @@ class SilasSweeper(BasicSweeper):
         from silas_exp.analysis.adaptive import AdaptiveState, review
         from silas_exp.analysis.settings import AnalysisSettings
         from silas_exp.records import read_manifest
-        from silas_exp.tracking.payload import variant_name
+        from silas_exp.variants import variant_name
 
         cfg = self.config
         settings = AnalysisSettings.model_validate(OmegaConf.to_container(cfg.analysis,

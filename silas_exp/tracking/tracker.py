@@ -1,6 +1,6 @@
 """What the rest of silas_exp asks of tracking, and the two answers.
 
-The sweep's own code (``silas_exp.callback``, ``silas_exp.app``) decides what
+The sweep's own code (``silas_exp.callback``, ``silas_exp.job``) decides what
 happens and when; it hands plain values (a job's folder and metrics, the
 sweep's manifest and its ``SweepEnd``) to a ``Tracker``. Tracking never calls
 back: it imports records, config, llm and errors, never the runner, probes,

@@ -12,7 +12,7 @@ import silas_exp.runner as runner
 from silas_exp.config import validate
 from silas_exp.context.budget import TokenBudget
 from silas_exp.records import CASES_FILE, read_job_result
-from silas_exp.runner import make_job, run_job
+from silas_exp.runner import JobSpec, make_job, run_job
 from silas_exp.suites import loader
 from silas_exp.tracking.tables import case_tables
 
@@ -52,10 +52,10 @@ def test_results_stream_to_a_file_and_read_back(compose, tmp_path):
 
 
 def test_case_table_comes_in_chunks_with_the_same_columns(compose, tmp_path):
-    from silas_exp.app import _write_result
+    from silas_exp.job import write_result
 
     out = _job(compose, tmp_path / "job")
-    _write_result(tmp_path / "job", "v", 0, out, None)
+    write_result(tmp_path / "job", JobSpec("v", 0, 0), out, None)
     assert "results" not in json.loads((tmp_path / "job" / "result.json").read_text())["run"]
     whole = list(case_tables(tmp_path / "job"))
     parts = list(case_tables(tmp_path / "job", rows=1))
