@@ -30,6 +30,15 @@ class RunError(SilasExpError):
     exit_code = 1
 
 
+class SweepFailed(RunError):
+    """A sweep had failed jobs, or its end-of-sweep summary failed; exit 1."""
+
+
+class RecordError(SilasExpError):
+    """A record on disk (a job's result.json, a sweep's sweep.json) is missing,
+    damaged or of a newer schema than this silas_exp reads."""
+
+
 class LLMError(SilasExpError):
     """A model call failed for good (after retries) or answered garbage.
 

@@ -143,7 +143,9 @@ class SilasSweeper(BasicSweeper):
     def __init__(self, max_batch_size: int | None, params: dict[str, str] | None = None,
                  check: str = "distinct") -> None:
         if check not in CHECKS:
-            raise ValueError(f"hydra.sweeper.check={check!r} is not one of {CHECKS}; "
+            from silas_exp.errors import ConfigError
+
+            raise ConfigError(f"hydra.sweeper.check={check!r} is not one of {CHECKS}; "
                              "use distinct (the default) or all")
         super().__init__(max_batch_size=max_batch_size, params=params)
         self.check = check
@@ -159,7 +161,9 @@ class SilasSweeper(BasicSweeper):
         assert self.config is not None
         repeats = self.config.get("repeats")
         if isinstance(repeats, int) and repeats < 1:
-            raise ValueError(f"repeats={repeats}: a sweep needs at least one repeat per variant; "
+            from silas_exp.errors import ConfigError
+
+            raise ConfigError(f"repeats={repeats}: a sweep needs at least one repeat per variant; "
                              "use repeats=1 or more (default 5)")
         if str(repeats) == "auto":
             return self._adaptive(arguments)
@@ -198,8 +202,8 @@ class SilasSweeper(BasicSweeper):
 
         from silas_exp.analysis.adaptive import AdaptiveState, review
         from silas_exp.analysis.settings import AnalysisSettings
-        from silas_exp.tracking.jobs import SweepInfo
-        from silas_exp.tracking.payload import variant_name
+        from silas_exp.records import read_manifest
+        from silas_exp.variants import variant_name
 
         cfg = self.config
         settings = AnalysisSettings.model_validate(OmegaConf.to_container(cfg.analysis,
@@ -215,7 +219,7 @@ class SilasSweeper(BasicSweeper):
         OmegaConf.save(cfg, sweep_dir / "multirun.yaml")
         if added:
             (sweep_dir / CONTROL_FILE).write_text(json.dumps({"added": added}))
-        info = SweepInfo.read(sweep_dir)
+        info = read_manifest(sweep_dir)
         swept = list(info.swept_keys) if info else [
             o.get_key_element() for o in overrides if o.is_sweep_override()]
         variants = {variant_name(job, swept, ""): job for job in base}
@@ -248,15 +252,15 @@ def _grow_planned_jobs(sweep_dir: Path, added: dict[str, str], arguments: list[s
     """Progress lines count planned jobs from the command line; count the
     added control's jobs too."""
     try:
-        from silas_exp.tracking.jobs import SweepInfo
+        from silas_exp.records import read_manifest, write_manifest
 
-        info = SweepInfo.read(sweep_dir)
+        info = read_manifest(sweep_dir)
         if info is not None and info.jobs_total:
             for group in added:
                 value = dict(a.partition("=")[::2] for a in arguments).get(group, params.get(group))
                 n = len(_options(value) or []) if value else 0
                 if n > 1:
                     info.jobs_total = info.jobs_total * n // (n - 1)
-            info.write(sweep_dir)
+            write_manifest(sweep_dir, info)
     except Exception:  # progress is a nicety; never fail a sweep for it
         return

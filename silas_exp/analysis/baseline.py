@@ -66,8 +66,8 @@ def promote(reader: Reader, run_id: str, suite_dir: Path | None = None) -> dict[
         raise AnalysisError(f"run {run_id} is {status}; only a FINISHED run can become a baseline")
     if run.data.tags.get("silas.kind") == "sweep":
         raise AnalysisError(f"run {run_id} is a sweep's parent run; promote one of its job runs")
-    result = reader.result_json(run_id)
-    if result.get("status") != "finished" or not result.get("run"):
+    result = reader.job_result(run_id)
+    if not result.finished or result.run is None:
         raise AnalysisError(f"run {run_id} has no complete result; it cannot become a baseline")
     params, tags = run.data.params, run.data.tags
     suite_dir = Path(suite_dir) if suite_dir else _suite_dir(run)
@@ -97,7 +97,8 @@ def promote(reader: Reader, run_id: str, suite_dir: Path | None = None) -> dict[
     reader.store.log(run_id, tags={"silas.baseline": "true", "silas.baseline_promoted_at": now})
     target = suite_dir / "baseline.json"
     tmp = target.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"pins": pins, "metrics": result["metrics"], "run": result["run"]},
+    tmp.write_text(json.dumps({"pins": pins, "metrics": result.metrics,
+                               "run": result.run.model_dump(mode="json")},
                               indent=1))
     os.replace(tmp, target)
     with open(suite_dir / HISTORY_FILE, "a", encoding="utf-8") as fh:

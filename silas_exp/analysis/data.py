@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from silas_exp.errors import AnalysisError
-from silas_exp.records import RESULT_FILE, case_results, read_record
+from silas_exp.records import JobResult, read_manifest, sweep_job_results, upgrade_case
+from silas_exp.schema.benchmark import BenchmarkResult
 
 NOT_COMPLETED = ("error", "timeout")
 # per-case outcomes compared over every case, errored ones included; every
@@ -103,27 +104,30 @@ def case_outcomes(status: str) -> dict[str, float]:
             "summary.error": float(status in NOT_COMPLETED)}
 
 
-def job_from_result(data: dict[str, Any], run_id: str | None = None,
-                    folder: Path | None = None) -> JobData:
-    """A job's data from its record (result.json); ``folder``: where its per-case
-    results file is (a job folder), read one case at a time."""
+def job_data(variant: str, repeat: int, metrics: dict[str, float],
+             results: Iterable[BenchmarkResult], run_id: str | None = None) -> JobData:
+    """A job's data from its per-case results (read one at a time)."""
     cases, outputs, status, evictions = {}, {}, {}, {}
-    for r in case_results(folder, data):
-        row = dict(r.get("metrics", {}))
-        row.update(case_outcomes(r["status"]))
-        row["latency_ms"] = float(r["latency_ms"])
-        row["token_cost"] = float(r.get("token_cost", 0))
-        if r.get("llm_judge_score") is not None:
-            row["llm_judge_score"] = float(r["llm_judge_score"])
-        cases[r["case_id"]] = row
-        outputs[r["case_id"]] = r.get("actual_output") or ""
-        status[r["case_id"]] = r["status"]
-        if r.get("evicted") is not None:
-            evictions[r["case_id"]] = list(r["evicted"])
-        elif (r.get("actual_output") or "").startswith('{"evicted"'):  # result files of format 1
-            evictions[r["case_id"]] = json.loads(r["actual_output"])["evicted"]
-    return JobData(data["variant"], int(data["repeat"]), dict(data.get("metrics", {})), cases,
-                   outputs, run_id, status, evictions)
+    for r in results:
+        row = dict(r.metrics)
+        row.update(case_outcomes(r.status))
+        row["latency_ms"] = float(r.latency_ms)
+        row["token_cost"] = float(r.token_cost)
+        if r.llm_judge_score is not None:
+            row["llm_judge_score"] = float(r.llm_judge_score)
+        cases[r.case_id] = row
+        outputs[r.case_id] = r.actual_output or ""
+        status[r.case_id] = r.status
+        if r.evicted is not None:
+            evictions[r.case_id] = list(r.evicted)
+    return JobData(variant, repeat, dict(metrics), cases, outputs, run_id, status, evictions)
+
+
+def job_from_result(result: JobResult, run_id: str | None = None,
+                    folder: Path | None = None) -> JobData:
+    """A job's data from its record; ``folder``: the job folder holding its
+    per-case results file."""
+    return job_data(result.variant, result.repeat, result.metrics, result.cases(folder), run_id)
 
 
 CONTROL_FILE = "control.json"  # written by the sweeper when it added the control variant
@@ -132,14 +136,9 @@ CONTROL_FILE = "control.json"  # written by the sweeper when it added the contro
 def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None) -> SweepData:
     """Finished jobs of a sweep folder; with ``suite_dir``, the suite's promoted
     baseline too (a candidate control)."""
-    from silas_exp.tracking.jobs import SweepInfo
-
-    info = SweepInfo.read(sweep_dir)
-    jobs = []
-    for path in sorted(sweep_dir.glob(f"*/{RESULT_FILE}")):
-        data = read_record(path)
-        if data.get("status") == "finished" and data.get("run"):
-            jobs.append(job_from_result(data, folder=path.parent))
+    info = read_manifest(sweep_dir)
+    jobs = [job_from_result(r, folder=folder) for folder, r in sweep_job_results(sweep_dir)
+            if r.finished and r.run is not None]
     if not jobs:
         raise AnalysisError(f"{sweep_dir}: no finished job with results")
     added = None
@@ -173,8 +172,9 @@ def load_baseline(suite_dir: Path) -> JobData | None:
         return None
     try:
         data = json.loads(path.read_text())
-        job = job_from_result({"variant": BASELINE, "repeat": 0, "metrics": data.get("metrics", {}),
-                               "run": data["run"]}, (data.get("pins") or {}).get("run_id"))
+        results = [BenchmarkResult.model_validate(upgrade_case(r)) for r in data["run"]["results"]]
+        job = job_data(BASELINE, 0, data.get("metrics", {}), results,
+                       (data.get("pins") or {}).get("run_id"))
     except (ValueError, KeyError, TypeError) as exc:
         raise AnalysisError(f"{path}: not a readable baseline ({exc}); promote a run again with "
                             "`silas-exp baseline promote RUN`") from None
@@ -189,3 +189,16 @@ def latest_per_job(runs: Iterable[Any]) -> list[Any]:
         if key not in best or r.info.start_time > best[key].info.start_time:
             best[key] = r
     return list(best.values())
+
+
+def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any]:
+    """A sweep's finished jobs read back from MLflow (their result artifacts),
+    and its parent run (None if absent)."""
+    from silas_exp.tracking.reader import Reader
+
+    reader = Reader(uri)
+    parent, children = reader.sweep_runs(sweep_id)
+    jobs = [job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
+            for r in latest_per_job(children)]
+    command = parent.data.tags.get("silas.command", "") if parent else ""
+    return SweepData(sweep_id, command, jobs), parent

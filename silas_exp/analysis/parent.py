@@ -1,22 +1,33 @@
 """What a sweep's parent run should say about the result, as plain data: what
 was swept, a description (the verdict table), per-variant aggregate metrics,
-verdict tags, the reports. Written to the sweep folder as the tracking
-layer's ``ParentSummary``; whichever process closes the parent run logs it."""
+verdict tags, the reports. The end of the sweep (silas_exp.run.sweep_end) puts it
+in the sweep's ``SweepEnd``, which the tracker logs to the parent run."""
 
 from __future__ import annotations
 
 import math
 import re
 import shlex
+from dataclasses import dataclass, field
 
 from silas_exp.analysis.ablation import AblationResult
 from silas_exp.analysis.report import OUTCOME_TEXT, verdict_rule
 from silas_exp.metrics.names import display_name
-from silas_exp.tracking.parent import ParentSummary
 
 ARTIFACTS = ("ablation.html",)  # ablation.md and the plots are logged with the sweep
 
 _UNSAFE = re.compile(r"[^\w.\- /]")
+
+
+@dataclass
+class ParentReport:
+    """``description``: markdown; ``artifacts``: paths relative to the sweep folder."""
+
+    params: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    description: str | None = None
+    artifacts: list[str] = field(default_factory=list)
 
 
 def safe_name(variant: str) -> str:
@@ -39,7 +50,7 @@ def sweep_params(command: str, swept: list[str], added_control: str | None) -> d
 
 
 def parent_summary(r: AblationResult, swept: list[str] | None = None,
-                   added_control: str | None = None) -> ParentSummary:
+                   added_control: str | None = None) -> ParentReport:
     lines = [f"**Ablation verdicts** against the control **{r.control}** ({r.control_reason}).", "",
              "| variant | verdict | gated metric deltas vs control [CI] |", "|---|---|---|"]
     metrics: dict[str, float] = {}
@@ -68,5 +79,5 @@ def parent_summary(r: AblationResult, swept: list[str] | None = None,
             metrics[f"variant.{safe_name(r.control)}.{metric}.mean"] = float(mean)
     lines += ["", verdict_rule(r), "", "Full report with plots: artifact `ablation.html` "
               "(`ablation.md` for text)."]
-    return ParentSummary(params=sweep_params(r.command, swept, added_control), metrics=metrics,
+    return ParentReport(params=sweep_params(r.command, swept, added_control), metrics=metrics,
                          tags=tags, description="\n".join(lines), artifacts=list(ARTIFACTS))

@@ -8,12 +8,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from silas_exp.metrics.names import labelled
-from silas_exp.records import RESULT_FILE, read_record
+from silas_exp.records import sweep_job_results
 
 HEADLINE = (
     "context.retrieval_relevance",
@@ -37,12 +36,8 @@ class JobRecord:
 
 
 def read_job_records(sweep_dir: Path) -> list[JobRecord]:
-    records = []
-    for path in sorted(sweep_dir.glob(f"*/{RESULT_FILE}")):
-        data: dict[str, Any] = read_record(path)
-        records.append(JobRecord(data["variant"], int(data["repeat"]), data["status"],
-                                 data.get("metrics", {}), data.get("error"), path.parent))
-    return records
+    return [JobRecord(r.variant, r.repeat, r.status, r.metrics, r.error, folder)
+            for folder, r in sweep_job_results(sweep_dir)]
 
 
 def _fmt(values: Sequence[float]) -> str:

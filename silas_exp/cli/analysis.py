@@ -53,7 +53,7 @@ def cmd_ablation(args) -> int:
     if Path(args.sweep).is_dir():
         data, parent = load_sweep_dir(Path(args.sweep), suite_dir), None
     else:
-        from silas_exp.tracking.reader import load_sweep_from_mlflow
+        from silas_exp.analysis.data import load_sweep_from_mlflow
 
         data, parent = load_sweep_from_mlflow(args.tracking_uri, args.sweep)
         data.baseline = load_baseline(suite_dir) if suite_dir else None
@@ -103,7 +103,7 @@ def cmd_sensitivity(args) -> int:
 def _job(reader, run_id):
     from silas_exp.analysis.data import job_from_result
 
-    return job_from_result(reader.result_json(run_id), run_id)
+    return job_from_result(reader.job_result(run_id), run_id)
 
 
 def cmd_compare(args) -> int:
@@ -145,24 +145,29 @@ def cmd_compare(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from silas_exp.analysis.data import job_from_result
+
     reader = _reader(args)
     run = reader.run(args.run)
-    job = _job(reader, args.run)
-    res = reader.result_json(args.run)["run"]
+    result = reader.job_result(args.run)
+    if result.run is None:
+        raise AnalysisError(f"run {args.run} has no complete result ({result.error})")
+    job = job_from_result(result, args.run)
+    res = result.run
     lines = [f"# Run `{args.run}` — {job.variant} (repeat {job.repeat})", "",
              f"Suite `{run.data.tags.get('silas.suite')}` v{run.data.tags.get('silas.suite_version')}, "
              f"status {run.info.status}, backend {run.data.tags.get('llm.backend')}.", "",
              "| summary | value |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in res["summary"].items()]
+    lines += [f"| {k} | {v} |" for k, v in (res.summary.model_dump() if res.summary else {}).items()]
     lines += ["", "| metric | value |", "|---|---|"]
     lines += [f"| {k} | {v:.4f} |" for k, v in sorted(job.metrics.items()) if not k.startswith("llm.calls.")]
     worst = sorted(job.cases.items(), key=lambda kv: kv[1].get("context.retrieval_relevance", 1.0))[:5]
     lines += ["", "Worst cases by retrieval relevance:", ""]
     lines += [f"- {c}: {m.get('context.retrieval_relevance', math.nan):.3f} ({job.status.get(c)})"
               for c, m in worst]
-    failures = [r for r in res["results"] if r["status"] != "pass"]
+    failures = [r for r in res.results if r.status != "pass"]
     if failures:
-        lines += ["", "Not passing:", ""] + [f"- {r['case_id']}: {r['status']} {r.get('error') or ''}"
+        lines += ["", "Not passing:", ""] + [f"- {r.case_id}: {r.status} {r.error or ''}"
                                              for r in failures]
     print("\n".join(lines))
     return 0

@@ -57,22 +57,22 @@ def cmd_fixtures(args: argparse.Namespace) -> int:
 
 
 def cmd_upload(args: argparse.Namespace) -> int:
-    from silas_exp.tracking.background import DONE_FILE, Uploader
-    from silas_exp.tracking.jobs import SweepInfo
+    from silas_exp.records import read_manifest, read_sweep_end, write_manifest, write_sweep_end
+    from silas_exp.run.sweep_end import recorded_end
+    from silas_exp.tracking.background import Uploader
 
     sweep_dir = Path(args.sweep_dir)
-    info = SweepInfo.read(sweep_dir)
+    info = read_manifest(sweep_dir)
     if info is None:
         raise SilasExpError(f"{sweep_dir}: no sweep.json; pass the folder of a silas_exp sweep")
     if args.tracking_uri:
         info.tracking_uri = args.tracking_uri
-        info.write(sweep_dir)
+        write_manifest(sweep_dir, info)
     up = Uploader(sweep_dir)
     n = up.drain()
-    failed = sum(1 for d in sweep_dir.iterdir() if (d / "result.json").is_file()
-                 and '"status": "failed"' in (d / "result.json").read_text())
-    up.finish("FAILED" if failed else "FINISHED")
-    (sweep_dir / DONE_FILE).write_text("{}")
+    end = read_sweep_end(sweep_dir) or recorded_end(sweep_dir)  # a sweep cut short has none
+    up.finish(end)
+    write_sweep_end(sweep_dir, end)
     print(f"uploaded {n} job(s) to {info.tracking_uri} (parent run {up.info.parent_run_id})")
     return 0
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from statistics import fmean
 from typing import Any
 
 from silas_exp.context.window import MASK_TEMPLATE, LiveItem, Window
 from silas_exp.errors import LLMError
 from silas_exp.probes.answer import answer_request
-from silas_exp.probes.judge import Judge
+from silas_exp.probes.judge import Judge, assessments
 from silas_exp.probes.rubric import DIMENSIONS, dimension_scores, overall_score
 from silas_exp.probes.schema import ProbePlan
 from silas_exp.schema.session import Session
@@ -89,6 +89,7 @@ def run_probe_case(session: Session, plan: ProbePlan, strategy: Any, llm: Any, j
             row.update(answer=answer, error=None, overall=overall_score(grade.scores),
                        scores=grade.scores, dimensions=dims, reasoning=grade.reasoning,
                        judge_variance=grade.variance)
+            row["assessments"] = [asdict(a) for a in assessments(row)]  # feedback on its trace
             out.rows.append(row)
     out.metrics = probe_metrics(out.rows)
     out.metrics.update({

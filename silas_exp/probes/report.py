@@ -8,9 +8,8 @@ from typing import Any
 
 from silas_exp.probes.judge import JudgeSettings, load_human_labels
 from silas_exp.probes.rubric import CRITERIA
+from silas_exp.records import PROBE_TABLE  # noqa: F401  (the file the runner writes the rows to)
 from silas_exp.stats.agreement import cohens_kappa
-
-PROBE_TABLE = "probes.json"  # in the job folder; logged as an MLflow table of the same name
 
 
 def run_probe_metrics(rows: list[dict[str, Any]], judge: JudgeSettings) -> dict[str, float]:
@@ -42,16 +41,3 @@ def run_probe_metrics(rows: list[dict[str, Any]], judge: JudgeSettings) -> dict[
         if kappas:
             out["judge.low_agreement"] = float(min(kappas.values()) < judge.kappa_floor)
     return out
-
-
-def probe_table(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    """Columns for ``mlflow.log_table``: one row per probe."""
-    criteria = sorted({c for r in rows for c in (r.get("scores") or {})})
-    table: dict[str, list[Any]] = {k: [r.get(k) for r in rows] for k in
-                                   ("case_id", "probe_id", "type", "event", "turn", "question",
-                                    "answer", "overall", "error")}
-    for cid in criteria:
-        table[f"score.{cid}"] = [(r.get("scores") or {}).get(cid) for r in rows]
-    table["reasoning"] = ["; ".join(f"{c}: {t}" for c, t in (r.get("reasoning") or {}).items())
-                          for r in rows]
-    return table

@@ -86,9 +86,7 @@ class JobOutcome:
 
     def results(self) -> Iterator[BenchmarkResult]:
         """The job's per-case results, read back one at a time."""
-        record = {"results_file": self.results_path.name}
-        for r in case_results(self.results_path.parent, record):
-            yield BenchmarkResult.model_validate(r)
+        yield from case_results(self.results_path)
 
 
 def make_job(cfg: ExperimentConfig, variant: str) -> JobSpec:

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from silas_exp.records import count_job_results
+
 # sweepers whose jobs are the cartesian product of the overrides
 _GRID_SWEEPERS = ("BasicSweeper", "SilasSweeper")
 
@@ -38,7 +40,7 @@ def _duration(seconds: float) -> str:
 
 def progress_note(sweep_dir: Path, total: int | None, started_at: float, now: float) -> str:
     """'8/20 done, ~9 s left' from the job folders that hold a result."""
-    done = sum(1 for _ in sweep_dir.glob("*/result.json"))
+    done = count_job_results(sweep_dir)
     if not total:
         return f"{done} done"
     left = max(total - done, 0)

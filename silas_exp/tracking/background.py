@@ -4,7 +4,8 @@ Jobs never import mlflow in this mode: each writes ``job.json`` when it starts
 and ``result.json`` when it ends (they keep both on disk anyway). This process,
 started by the launching process at the beginning of the multirun, creates the
 store, the experiment and the parent run, turns job folders into child runs
-as they appear, and closes the parent when the sweep writes ``sweep.done``.
+as they appear, and closes the parent when the sweep writes its end record
+(``sweep.done``, a ``SweepEnd``).
 On a 2-core machine the tracking work (importing mlflow ~1 s, creating a
 fresh SQLite store ~1.5 s, ~50 ms per job) runs beside the jobs instead of
 between them, and only one process ever writes the SQLite store.
@@ -22,14 +23,23 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from silas_exp.tracking.jobs import JOB_FILE, SweepInfo, log_job_folder, open_job_run
-from silas_exp.tracking.parent import apply_parent_summary
+from silas_exp.errors import RecordError, SilasExpError
+from silas_exp.records import (
+    MANIFEST_FILE,
+    RESULT_FILE,
+    JobResult,
+    SweepEnd,
+    read_job_result,
+    read_manifest,
+    read_sweep_end,
+    write_manifest,
+)
+from silas_exp.tracking.jobs import JOB_FILE, log_job_folder, open_job_run
+from silas_exp.tracking.parent import close_parent
 
-DONE_FILE = "sweep.done"
 TRACKED_FILE = ".tracked.json"
 LOG_FILE = "tracking.log"
 
@@ -43,10 +53,6 @@ def start(sweep_dir: Path) -> subprocess.Popen:
     )
 
 
-def mark_done(sweep_dir: Path, failed_jobs: int) -> None:
-    (sweep_dir / DONE_FILE).write_text(json.dumps({"failed_jobs": failed_jobs}))
-
-
 def _read(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text())
@@ -54,17 +60,13 @@ def _read(path: Path) -> dict[str, Any] | None:
         return None  # absent or still being written
 
 
-def job_end_time(job_dir: Path, result: dict[str, Any]) -> float | None:
+def job_end_time(job_dir: Path, result: JobResult) -> float | None:
     """When the job ended: its run record's ``completed_at``, else when it wrote
-    ``result.json`` (a failed job has no run record)."""
-    completed = (result.get("run") or {}).get("completed_at")
-    if completed:
-        try:
-            return datetime.fromisoformat(completed).timestamp()
-        except ValueError:
-            pass
+    its record (a failed job has no run record)."""
+    if result.run is not None and result.run.completed_at is not None:
+        return result.run.completed_at.timestamp()
     try:
-        return (job_dir / "result.json").stat().st_mtime
+        return (job_dir / RESULT_FILE).stat().st_mtime
     except OSError:
         return None
 
@@ -74,9 +76,9 @@ class Uploader:
         from silas_exp.tracking.store import MlflowStore
 
         self.dir = sweep_dir
-        info = SweepInfo.read(sweep_dir)
+        info = read_manifest(sweep_dir)
         if info is None:
-            raise SystemExit(f"{sweep_dir}: no sweep.json; not a silas_exp sweep folder")
+            raise RecordError(f"{sweep_dir}: no {MANIFEST_FILE}; pass the folder of a silas_exp sweep")
         self.info = info
         self.store = MlflowStore(info.tracking_uri, info.artifact_root)
         self.store.ensure_store()
@@ -86,7 +88,7 @@ class Uploader:
             info.parent_run_id = self.store.start_run(
                 info.experiment_id, f"sweep-{info.sweep_id}", info.parent_tags,
                 start_time=info.started_at or None)
-            info.write(sweep_dir)
+            write_manifest(sweep_dir, info)
         self.open_runs: dict[Path, str] = {}
 
     def pending(self) -> list[Path]:
@@ -101,15 +103,21 @@ class Uploader:
         if job_dir not in self.open_runs:
             self.open_runs[job_dir] = open_job_run(self.store, self.info.experiment_id, job,
                                                    self.info.parent_run_id, self.experiment_tags)
-        result = _read(job_dir / "result.json")
-        if result is None:
+        if not (job_dir / RESULT_FILE).is_file():
             return False
         run_id = self.open_runs.pop(job_dir)
-        log_job_folder(self.store, run_id, job_dir, result.get("metrics", {}),
+        try:
+            result = read_job_result(job_dir)
+        except RecordError as exc:  # written atomically: a broken record stays broken
+            self.store.log(run_id, tags={"silas.error": str(exc)[:4000]})
+            self.store.end_run(run_id, "FAILED")
+            (job_dir / TRACKED_FILE).write_text(json.dumps({"run_id": run_id, "status": "FAILED"}))
+            return True
+        log_job_folder(self.store, run_id, job_dir, result.metrics,
                        job.get("log_case_table", True), job)
-        status = "FINISHED" if result["status"] == "finished" else "FAILED"
+        status = "FINISHED" if result.finished else "FAILED"
         if status == "FAILED":
-            self.store.log(run_id, tags={"silas.error": str(result.get("error"))[:4000]})
+            self.store.log(run_id, tags={"silas.error": str(result.error)[:4000]})
         self.store.end_run(run_id, status, end_time=job_end_time(job_dir, result))
         (job_dir / TRACKED_FILE).write_text(json.dumps({"run_id": run_id, "status": status}))
         return True
@@ -117,33 +125,30 @@ class Uploader:
     def drain(self) -> int:
         return sum(self.step(d) for d in self.pending())
 
-    def finish(self, status: str) -> None:
+    def tracked(self) -> int:
+        return sum(1 for d in self.dir.iterdir() if (d / TRACKED_FILE).exists())
+
+    def finish(self, end: SweepEnd) -> None:
+        """Close what is still open and the parent run, with the sweep's end."""
         for run_id in self.open_runs.values():
             self.store.log(run_id, tags={"silas.error": "sweep interrupted"})
             self.store.end_run(run_id, "KILLED")
         self.open_runs.clear()
-        for name in ("summary.md", "sweep.json", "ablation.md"):
-            if (self.dir / name).is_file():
-                self.store.log_artifact(self.info.parent_run_id, self.dir / name)
-        if (self.dir / "ablation").is_dir():
-            self.store.log_artifacts(self.info.parent_run_id, self.dir / "ablation", "ablation")
-        jobs = sum(1 for d in self.dir.iterdir() if (d / TRACKED_FILE).exists())
-        self.store.log(self.info.parent_run_id, metrics={"sweep.jobs": jobs})
-        apply_parent_summary(self.store, self.info.parent_run_id, self.dir)
-        self.store.end_run(self.info.parent_run_id, status)
+        close_parent(self.store, self.info.parent_run_id, self.dir, end)
 
 
 def run(sweep_dir: Path, parent_pid: int | None, poll_s: float = 0.1) -> int:
     up = Uploader(sweep_dir)
     while True:
-        done = _read(sweep_dir / DONE_FILE)
+        end = read_sweep_end(sweep_dir)
         progressed = up.drain()
-        if done is not None and not up.pending():
-            up.finish("FAILED" if done.get("failed_jobs") else "FINISHED")
+        if end is not None and not up.pending():
+            up.finish(end)
             return 0
         if parent_pid is not None and os.getppid() != parent_pid:
             up.drain()
-            up.finish("KILLED")
+            up.finish(SweepEnd(status="KILLED", metrics={"sweep.jobs": up.tracked()},
+                               artifacts=[MANIFEST_FILE]))
             return 1
         if not progressed:
             time.sleep(poll_s)
@@ -154,7 +159,11 @@ def main() -> None:
     parser.add_argument("sweep_dir", type=Path)
     parser.add_argument("--parent-pid", type=int, default=None)
     args = parser.parse_args()
-    code = run(args.sweep_dir, args.parent_pid)
+    try:
+        code = run(args.sweep_dir, args.parent_pid)
+    except SilasExpError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        code = exc.exit_code
     sys.stdout.flush()
     sys.stderr.flush()
     # every write is committed by now; skip interpreter teardown (mlflow's exit

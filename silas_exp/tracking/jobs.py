@@ -1,7 +1,9 @@
-"""Per-job and per-sweep tracking, on top of ``MlflowStore``.
+"""One job's MLflow run, on top of ``MlflowStore``: its name, tags, params and
+description (``job_payload``), the run opened and always closed around the job
+(``JobTracker``), and what a finished job folder logs (``log_job_folder``).
 
-``SweepInfo`` is written by the launching process (Hydra callback) to
-``<sweep dir>/sweep.json`` and read by every job, whatever launcher runs it.
+The background uploader uses the same pieces: a job writes its payload to
+``job.json`` and the uploader opens and fills the run from the job folder.
 """
 
 from __future__ import annotations
@@ -9,15 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-import uuid
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
-from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from silas_exp.probes.report import PROBE_TABLE, probe_table
-from silas_exp.records import CASES_FILE, RESULT_FILE, case_results, read_record
+from silas_exp.records import CASES_FILE, PROBE_TABLE, RESULT_FILE, SweepEnd, SweepManifest
+from silas_exp.tracking.parent import close_parent
 from silas_exp.tracking.payload import (
     BASELINE_RUN_TAG,
     baseline_key,
@@ -28,91 +26,24 @@ from silas_exp.tracking.payload import (
     standard_tags,
     suite_dataset,
 )
+from silas_exp.tracking.tables import case_tables, probe_table
 
 if TYPE_CHECKING:  # mlflow is imported only where a store is opened (~1.2 s)
     from silas_exp.config import ExperimentConfig
-    from silas_exp.run.job import JobOutcome, JobSpec
     from silas_exp.tracking.store import MlflowStore
 
-SWEEP_FILE = "sweep.json"
 
+class JobKey(Protocol):
+    """Which job of a sweep: the runner's JobSpec fits."""
 
-@dataclass
-class SweepInfo:
-    sweep_id: str
-    experiment_name: str
-    swept_keys: list[str] = field(default_factory=list)
-    experiment_id: str | None = None
-    parent_run_id: str | None = None
-    tracking_uri: str | None = None
-    artifact_root: str | None = None
-    command: str = ""
-    background: bool = False  # a background uploader process does all MLflow writes
-    parent_tags: dict[str, str] = field(default_factory=dict)
-    jobs_total: int | None = None  # planned jobs (grid sweepers), for progress lines
-    started_at: float = 0.0  # time.time() when the sweep started
-    default_params: dict[str, str] = field(default_factory=dict)  # composed once, for run params
+    @property
+    def variant(self) -> str: ...
 
-    def write(self, folder: Path) -> Path:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / SWEEP_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1))
-        tmp.replace(path)  # atomic: readers never see half a file
-        return path
+    @property
+    def repeat(self) -> int: ...
 
-    @classmethod
-    def read(cls, folder: Path) -> SweepInfo | None:
-        path = folder / SWEEP_FILE
-        return cls(**json.loads(path.read_text())) if path.is_file() else None
-
-
-def command_key(cli_overrides: list[str]) -> str:
-    """Identity of a sweep command for resuming: its overrides, sorted, without
-    the resume flag and output-folder overrides."""
-    keep = [o for o in cli_overrides
-            if not o.lstrip("+~").startswith(("resume=", "hydra.sweep.dir=", "hydra.run.dir="))]
-    return " ".join(sorted(keep))
-
-
-def find_resumable_sweep(store: MlflowStore, experiment_id: str, key: str) -> Any | None:
-    """Latest parent run of an unfinished sweep with the same command key."""
-    runs = store.search_runs(
-        [experiment_id], filter_string="tags.`silas.kind` = 'sweep'", max_results=200)
-    for run in sorted(runs, key=lambda r: r.info.start_time, reverse=True):
-        if run.data.tags.get("silas.command_key") == key and run.info.status != "FINISHED":
-            return run
-    return None
-
-
-def reopen_sweep(store: MlflowStore, parent: Any) -> int:
-    """Mark the interrupted children of a sweep KILLED and the parent RUNNING again."""
-    children = store.search_runs(
-        [parent.info.experiment_id],
-        filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'", max_results=5000)
-    stale = [c for c in children if c.info.status == "RUNNING"]
-    for child in stale:
-        store.log(child.info.run_id, tags={"silas.error": "interrupted; marked KILLED on resume"})
-        store.end_run(child.info.run_id, "KILLED")
-    store.set_status(parent.info.run_id, "RUNNING")
-    return len(stale)
-
-
-def find_finished_job(store: MlflowStore, sweep: SweepInfo, config_hash: str, repeat: int,
-                      suite_version: str) -> Any | None:
-    """A FINISHED run of this sweep with the same (config hash, suite version, repeat)."""
-    if not sweep.parent_run_id or not sweep.experiment_id:
-        return None
-    runs = store.search_runs([sweep.experiment_id], filter_string=(
-        f"tags.`mlflow.parentRunId` = '{sweep.parent_run_id}' and "
-        f"tags.`silas.config_hash` = '{config_hash}' and tags.`silas.repeat` = '{repeat}' and "
-        f"tags.`silas.suite_version` = '{suite_version}' and attributes.status = 'FINISHED'"),
-        max_results=10)
-    return runs[0] if runs else None
-
-
-def new_sweep_id() -> str:
-    return uuid.uuid4().hex[:12]
+    @property
+    def seed(self) -> int: ...
 
 
 def experiment_name(cfg: ExperimentConfig) -> str:
@@ -120,15 +51,7 @@ def experiment_name(cfg: ExperimentConfig) -> str:
     return cfg.tracking.experiment or f"{cfg.tracking.experiment_prefix}-{cfg.suite.name}"
 
 
-def open_store(cfg: ExperimentConfig) -> MlflowStore | None:
-    if not cfg.tracking.enabled:
-        return None
-    from silas_exp.tracking.store import MlflowStore  # lazy: importing mlflow costs ~1.2 s
-
-    return MlflowStore(cfg.tracking.uri, cfg.tracking.artifact_root)
-
-
-def run_tags(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None) -> dict[str, str]:
+def run_tags(cfg: ExperimentConfig, job: JobKey, sweep: SweepManifest | None) -> dict[str, str]:
     tags = {
         "silas.variant": job.variant,
         "silas.repeat": str(job.repeat),
@@ -160,7 +83,7 @@ def traces_wanted(cfg: ExperimentConfig) -> bool:
                                                           and cfg.model.backend != "simulated"))
 
 
-def job_description(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None,
+def job_description(cfg: ExperimentConfig, job: JobKey, sweep: SweepManifest | None,
                     suite_version: str) -> str:
     where = f" of sweep `{sweep.sweep_id}`" if sweep is not None else ""
     return (f"**{job.variant}**, repeat {job.repeat}{where} (seed {job.seed}): suite "
@@ -168,7 +91,7 @@ def job_description(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None
             f"`{cfg.scorer.name}`, eviction `{cfg.eviction.name}`, judge `{cfg.judge.name}`.")
 
 
-def job_payload(cfg: ExperimentConfig, job: JobSpec, sweep: SweepInfo | None,
+def job_payload(cfg: ExperimentConfig, job: JobKey, sweep: SweepManifest | None,
                 suite_version: str) -> dict[str, Any]:
     """Run name, tags, params, dataset and start time of one job's run (both
     tracking paths use it; the background uploader reads it from job.json)."""
@@ -211,13 +134,13 @@ class JobTracker:
     """Context manager around one job's MLflow run: the run is created on entry
     (with its config as params, so even a crashed job shows what it ran) and
     always ends FINISHED, FAILED or KILLED on exit — never left RUNNING.
+    Without a store (the background uploader logs the job) it only records calls.
 
     With tracing on (``tracking.traces``), the job's model calls are written to
-    ``llm_calls.jsonl`` in ``out_dir`` (default: Hydra's output folder of the
-    job) whether or not this process writes to MLflow."""
+    ``llm_calls.jsonl`` in ``out_dir`` whether or not this process writes to MLflow."""
 
-    def __init__(self, store: MlflowStore | None, cfg: ExperimentConfig, job: JobSpec,
-                 sweep: SweepInfo | None, suite_version: str, out_dir: Path | None = None) -> None:
+    def __init__(self, store: MlflowStore | None, cfg: ExperimentConfig, job: JobKey,
+                 sweep: SweepManifest | None, suite_version: str, out_dir: Path) -> None:
         self.store, self.cfg, self.job, self.sweep = store, cfg, job, sweep
         self.suite_version = suite_version
         self.run_id: str | None = None
@@ -242,25 +165,24 @@ class JobTracker:
     def _record_calls(self) -> None:
         from silas_exp.llm.calls import JsonlCallLog, recording
 
-        out_dir = self.out_dir or hydra_output_dir()
-        if out_dir is None:
-            return
         self._calls = contextlib.ExitStack()
-        self._calls.enter_context(recording(JsonlCallLog(Path(out_dir) / CALL_LOG)))
+        self._calls.enter_context(recording(JsonlCallLog(self.out_dir / CALL_LOG)))
 
-    def log_outcome(self, outcome: JobOutcome, out_dir: Path) -> None:
+    def _stop_recording(self) -> None:
         if self._calls is not None:
             self._calls.close()
             self._calls = None
+
+    def log_outcome(self, metrics: dict[str, float]) -> None:
+        """Log the finished job from its folder (its record is written by now)."""
+        self._stop_recording()
         if self.store is None or self.run_id is None:
             return
-        log_job_folder(self.store, self.run_id, out_dir, outcome.metrics,
+        log_job_folder(self.store, self.run_id, self.out_dir, metrics,
                        self.cfg.tracking.log_case_table, self.payload)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self._calls is not None:
-            self._calls.close()
-            self._calls = None
+        self._stop_recording()
         if self.store is None or self.run_id is None:
             return
         if exc_type is None:
@@ -272,14 +194,9 @@ class JobTracker:
         if exc is not None:
             self.store.log(self.run_id, tags={"silas.error": f"{exc_type.__name__}: {exc}"[:4000]})
         self.store.end_run(self.run_id, status)
-        if status == "KILLED" and self.sweep and self.sweep.parent_run_id:
-            self.store.end_run(self.sweep.parent_run_id, "KILLED")
-
-
-def hydra_output_dir() -> Path | None:
-    from hydra.core.hydra_config import HydraConfig
-
-    return Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+        if status == "KILLED" and self.sweep and self.sweep.parent_run_id:  # the sweep stops here
+            close_parent(self.store, self.sweep.parent_run_id, self.out_dir.parent,
+                         SweepEnd(status="KILLED"))
 
 
 ARTIFACT_FILES = (RESULT_FILE, CASES_FILE, "feedback.sqlite", "calibration.json")
@@ -326,42 +243,3 @@ def outcome_line(metrics: dict[str, float], optimize: str | None) -> str:
     if metrics.get("llm.cost_usd"):
         parts.append(f"LLM cost ${metrics['llm.cost_usd']:.4f}")
     return "Result: " + ", ".join(parts) + "." if parts else "No result."
-
-
-CASE_TABLE_ROWS = 1000  # rows per logged case table: the UI stays usable at any suite size
-
-
-def case_table(results: list[dict[str, Any]], keys: list[str] | None = None) -> dict[str, list[Any]]:
-    """Per-case results (BenchmarkResult dicts) as columns for ``log_table``;
-    ``keys``: the metric columns (default: every metric these results report)."""
-    if keys is None:
-        keys = sorted({k for r in results for k in r.get("metrics", {})})
-    table: dict[str, list[Any]] = {
-        "case_id": [r["case_id"] for r in results],
-        "status": [r["status"] for r in results],
-        "latency_ms": [round(r["latency_ms"], 2) for r in results],
-        "token_cost": [r["token_cost"] for r in results],
-        "llm_judge_score": [r.get("llm_judge_score") for r in results],
-        "error": [r.get("error") or "" for r in results],
-    }
-    for key in keys:
-        table[key] = [r.get("metrics", {}).get(key) for r in results]
-    return table
-
-
-def case_tables(out_dir: Path, rows: int = CASE_TABLE_ROWS) -> Iterator[tuple[str, dict[str, list[Any]]]]:
-    """(artifact name, columns) of a job's case table, read from its results file:
-    ``cases.json`` when the job has at most ``rows`` cases, else ``cases/part-0001.json``,
-    ``cases/part-0002.json`` … of ``rows`` cases each, all with the same columns
-    (the full per-case results are the ``results.jsonl`` artifact)."""
-    record = read_record(out_dir)
-    keys: set[str] = set()
-    n = 0
-    for r in case_results(out_dir, record):
-        keys.update(r.get("metrics", {}))
-        n += 1
-    columns, again, part = sorted(keys), case_results(out_dir, record), 0
-    while chunk := list(islice(again, rows)):
-        part += 1
-        yield (f"cases/part-{part:04d}.json" if n > rows else "cases.json",
-               case_table(chunk, columns))

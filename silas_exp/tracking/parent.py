@@ -1,73 +1,100 @@
-"""What a sweep's parent run shows beyond its job runs.
+"""A sweep's parent run: its tags, the unfinished sweep a resume continues, the
+finished jobs a resume skips, and the one place where the parent is closed.
 
-The end-of-sweep analysis (in the launching process) fills a ``ParentSummary``
-and writes it to ``<sweep dir>/parent.json``; whichever process closes the
-parent run — the background uploader or, with ``tracking.background=false``,
-the launching process — applies it just before the run ends. The file is the
-whole contract between the two: the analysis never imports mlflow, the
-uploader never imports the analysis. No mlflow import here.
+Whichever process closes the parent — the background uploader, or the
+launching process with ``tracking.background=false`` — calls ``close_parent``
+with the sweep's ``SweepEnd`` (what the end-of-sweep analysis hands over: tags,
+metrics, params, description, files to attach). No mlflow import here.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from silas_exp.records import SweepEnd, SweepManifest
+from silas_exp.tracking.payload import code_revision, standard_tags
 
 if TYPE_CHECKING:
+    from silas_exp.config import ExperimentConfig
     from silas_exp.tracking.store import MlflowStore
 
-PARENT_FILE = "parent.json"
-SCHEMA_VERSION = 1
+
+def command_key(cli_overrides: list[str]) -> str:
+    """Identity of a sweep command for resuming: its overrides, sorted, without
+    the resume flag and output-folder overrides."""
+    keep = [o for o in cli_overrides
+            if not o.lstrip("+~").startswith(("resume=", "hydra.sweep.dir=", "hydra.run.dir="))]
+    return " ".join(sorted(keep))
 
 
-@dataclass
-class ParentSummary:
-    """``description`` becomes the run's description (``mlflow.note.content``,
-    markdown); ``artifacts`` are paths relative to the sweep folder (files or
-    folders), logged under the same relative path."""
-
-    params: dict[str, str] = field(default_factory=dict)
-    metrics: dict[str, float] = field(default_factory=dict)
-    tags: dict[str, str] = field(default_factory=dict)
-    description: str | None = None
-    artifacts: list[str] = field(default_factory=list)
-    version: int = SCHEMA_VERSION
-
-    def write(self, sweep_dir: Path) -> Path:
-        path = sweep_dir / PARENT_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1))
-        tmp.replace(path)  # atomic: the uploader never reads half a file
-        return path
-
-    @classmethod
-    def read(cls, sweep_dir: Path) -> ParentSummary | None:
-        path = sweep_dir / PARENT_FILE
-        if not path.is_file():
-            return None
-        data = json.loads(path.read_text())
-        if data.get("version") != SCHEMA_VERSION:
-            raise ValueError(f"{path}: parent summary version {data.get('version')!r}, "
-                             f"expected {SCHEMA_VERSION}")
-        return cls(**data)
+def sweep_command(cli_overrides: list[str]) -> str:
+    return "python -m silas_exp -m " + " ".join(shlex.quote(o) for o in cli_overrides)
 
 
-def apply_parent_summary(store: MlflowStore, run_id: str, sweep_dir: Path) -> ParentSummary | None:
-    """Log ``parent.json`` of a sweep folder (if any) to its parent run."""
-    summary = ParentSummary.read(sweep_dir)
-    if summary is None:
+def parent_tags(cfg: ExperimentConfig, manifest: SweepManifest, key: str) -> dict[str, str]:
+    return {
+        "silas.sweep_id": manifest.sweep_id, "silas.kind": "sweep",
+        "silas.command": manifest.command, "silas.command_key": key,
+        "silas.swept_keys": ",".join(manifest.swept_keys),
+        "silas.suite": cfg.suite.name, "silas.git_revision": code_revision(cfg.paths.root),
+        "llm.backend": cfg.model.backend,
+        "llm.simulated": str(cfg.model.backend == "simulated").lower(),
+        **standard_tags(cfg.paths.root),
+    }
+
+
+def find_resumable_sweep(store: MlflowStore, experiment_id: str, key: str) -> Any | None:
+    """Latest parent run of an unfinished sweep with the same command key."""
+    runs = store.search_runs(
+        [experiment_id], filter_string="tags.`silas.kind` = 'sweep'", max_results=200)
+    for run in sorted(runs, key=lambda r: r.info.start_time, reverse=True):
+        if run.data.tags.get("silas.command_key") == key and run.info.status != "FINISHED":
+            return run
+    return None
+
+
+def reopen_sweep(store: MlflowStore, parent: Any) -> int:
+    """Mark the interrupted children of a sweep KILLED and the parent RUNNING again."""
+    children = store.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'", max_results=5000)
+    stale = [c for c in children if c.info.status == "RUNNING"]
+    for child in stale:
+        store.log(child.info.run_id, tags={"silas.error": "interrupted; marked KILLED on resume"})
+        store.end_run(child.info.run_id, "KILLED")
+    store.set_status(parent.info.run_id, "RUNNING")
+    return len(stale)
+
+
+def find_finished_job(store: MlflowStore, sweep: SweepManifest, config_hash: str, repeat: int,
+                      suite_version: str) -> Any | None:
+    """A FINISHED run of this sweep with the same (config hash, suite version, repeat)."""
+    if not sweep.parent_run_id or not sweep.experiment_id:
         return None
-    tags = dict(summary.tags)
-    if summary.description:
-        tags["mlflow.note.content"] = summary.description
-    store.log(run_id, params=summary.params, metrics=summary.metrics, tags=tags)
-    for rel in summary.artifacts:
+    runs = store.search_runs([sweep.experiment_id], filter_string=(
+        f"tags.`mlflow.parentRunId` = '{sweep.parent_run_id}' and "
+        f"tags.`silas.config_hash` = '{config_hash}' and tags.`silas.repeat` = '{repeat}' and "
+        f"tags.`silas.suite_version` = '{suite_version}' and attributes.status = 'FINISHED'"),
+        max_results=10)
+    return runs[0] if runs else None
+
+
+def close_parent(store: MlflowStore, run_id: str, sweep_dir: Path, end: SweepEnd) -> None:
+    """Log what the sweep's end hands over to its parent run, then end the run
+    with the sweep's status. ``end.artifacts``: paths relative to the sweep
+    folder; a folder is logged under its own name, a missing path is skipped."""
+    tags = dict(end.tags)
+    if end.description:
+        tags["mlflow.note.content"] = end.description
+    if end.params or end.metrics or tags:
+        store.log(run_id, params=end.params, metrics=end.metrics, tags=tags)
+    for rel in end.artifacts:
         path = sweep_dir / rel
         if path.is_dir():
             store.log_artifacts(run_id, path, rel)
         elif path.is_file():
             parent = str(Path(rel).parent)
             store.log_artifact(run_id, path, None if parent == "." else parent)
-    return summary
+    store.end_run(run_id, end.status)

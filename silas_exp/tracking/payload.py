@@ -1,5 +1,5 @@
 """Pure helpers that shape what gets logged: flattened params, run tags,
-variant names. No MLflow import here (silas_exp.tracking.store does that)."""
+the suite as a dataset. No MLflow import here (silas_exp.tracking.store does that)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,6 @@ def baseline_key(suite: str) -> str:
     """Experiment tag holding the run id of ``suite``'s current baseline."""
     return f"silas.baseline.{suite}"
 PACKAGES = ("silas_exp", "mlflow", "hydra-core", "omegaconf", "anthropic", "pydantic", "numpy", "scipy")
-NOT_VARIANT = ("repeat", "hydra", "tracking", "paths", "llm.cache", "seed")
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -161,28 +160,6 @@ def git_revision(root: str) -> str:
         return rev + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-
-
-def swept_keys(cli_overrides: Iterable[str], sweeper_params: Mapping[str, Any] | None) -> list[str]:
-    """Keys that vary across a sweep: command-line overrides with a list/range
-    and the sweeper's configured params."""
-    keys = set((sweeper_params or {}).keys())
-    for ov in cli_overrides:
-        key, _, value = ov.partition("=")
-        if "," in value or value.startswith(("range(", "choice(", "interval(", "glob(")):
-            keys.add(key.lstrip("+~"))
-    return sorted(keys)
-
-
-def variant_name(task_overrides: Iterable[str], swept: Iterable[str], scorer: str) -> str:
-    """The sweep point without its repeat, e.g. "scorer=weights"; defaults to the scorer."""
-    swept = set(swept)
-    parts = []
-    for ov in task_overrides:
-        key = ov.partition("=")[0].lstrip("+~")
-        if key in swept and not key.startswith(NOT_VARIANT):
-            parts.append(ov.lstrip("+~"))
-    return ",".join(sorted(parts)) or f"scorer={scorer}"
 
 
 def project_root_of(path: str | Path) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from silas_exp.errors import AnalysisError
-from silas_exp.records import RESULT_FILE, read_record, with_case_results
+from silas_exp.records import RESULT_FILE, JobResult, read_job_result
 from silas_exp.tracking.store import MlflowStore
 
 
@@ -36,21 +36,21 @@ class Reader:
                     and r.info.status == "FINISHED"]
         return parent, children
 
-    def result_json(self, run_id: str) -> dict[str, Any]:
-        """The run's job record with its per-case results in ``run.results``."""
+    def job_result(self, run_id: str) -> JobResult:
+        """The run's job record with its per-case results inside ``run.results``."""
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 path = self.store.download_artifact(run_id, RESULT_FILE, Path(tmp))
             except Exception:
                 raise AnalysisError(f"run {run_id} has no {RESULT_FILE} artifact") from None
-            record = read_record(path)
-            if record.get("results_file"):
+            result = read_job_result(path)
+            if result.results_file:
                 try:
-                    self.store.download_artifact(run_id, record["results_file"], Path(tmp))
+                    self.store.download_artifact(run_id, result.results_file, Path(tmp))
                 except Exception:
-                    raise AnalysisError(f"run {run_id} has no {record['results_file']} artifact "
+                    raise AnalysisError(f"run {run_id} has no {result.results_file} artifact "
                                         "(its per-case results)") from None
-            return with_case_results(path.parent, record)
+            return result.with_cases(path.parent)
 
     def experiment_by_name(self, name: str) -> Any:
         return self.store.get_experiment_by_name(name)
@@ -64,13 +64,3 @@ class Reader:
     def log_artifact(self, run_id: str, path: Path, artifact_path: str | None = None) -> None:
         self.store.log_artifact(run_id, path, artifact_path)
 
-
-def load_sweep_from_mlflow(uri: str, sweep_id: str):
-    from silas_exp.analysis.data import SweepData, job_from_result, latest_per_job
-
-    reader = Reader(uri)
-    parent, children = reader.sweep_runs(sweep_id)
-    jobs = [job_from_result(reader.result_json(r.info.run_id), r.info.run_id)
-            for r in latest_per_job(children)]
-    command = parent.data.tags.get("silas.command", "") if parent else ""
-    return SweepData(sweep_id, command, jobs), parent

@@ -1,7 +1,9 @@
 """A job's model calls as MLflow traces, judge grades as feedback on them.
 
 Input: the job folder's call log (``llm_calls.jsonl``, plain records written by
-the LLM layer while the job ran) and its probe table (``probes.json``).
+the LLM layer while the job ran) and its probe table (``probes.json``, each
+graded row with its ``assessments``: name, value, rationale, as the judge
+layer wrote them).
 
 * One trace per probe: the answer call and the judge calls that graded it are
   spans under a root span ``probe <case>/<probe>`` (inputs: the question;
@@ -29,7 +31,6 @@ from mlflow.entities import AssessmentSource, SpanType
 from mlflow.tracing.constant import SpanAttributeKey
 
 from silas_exp.llm.calls import CallRecord, read_call_log
-from silas_exp.probes.judge import assessments
 from silas_exp.tracking.store import MlflowStore
 
 OFFLINE_JUDGE = "silas_exp offline judge"
@@ -151,7 +152,7 @@ def log_traces(store: MlflowStore, run_id: str, call_log: Path, probe_table: Pat
             writer.call_trace(r)
         mlflow.flush_trace_async_logging()
         for trace_id, source, row in graded:
-            for a in assessments(row or {}):
-                mlflow.log_feedback(trace_id=trace_id, name=a.name, value=a.value,
-                                    rationale=a.rationale, source=source)
+            for a in (row or {}).get("assessments") or []:
+                mlflow.log_feedback(trace_id=trace_id, name=a["name"], value=a["value"],
+                                    rationale=a["rationale"], source=source)
     return len(graded) + len(single)

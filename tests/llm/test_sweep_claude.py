@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from silas_exp.records import read_record, with_case_results
+from silas_exp.records import read_job_result
 from tests.fakes.messages_server import API_KEY, Fault
 
 FAULTS = [Fault("rate_limit", retry_after=0.01), Fault("overloaded"), Fault("server_error"),
@@ -17,7 +17,7 @@ def every_seventh(n: int, body: dict) -> Fault | None:
 
 
 def job_results(sweep_dir: Path) -> list[dict]:
-    return [with_case_results(p.parent, read_record(p))
+    return [read_job_result(p).with_cases(p.parent).model_dump(mode="json")
             for p in sorted(sweep_dir.glob("*/result.json"))]
 
 

@@ -17,12 +17,12 @@ ROOT = Path(__file__).resolve().parents[2] / "silas_exp"
 
 # lowest first; a package may import packages of its own layer or below
 LAYERS = [
-    {"errors", "schema", "exitstate", "resolvers"},
-    {"llm", "stats", "plugins"},
+    {"errors", "schema", "exits", "resolvers"},
+    {"llm", "stats", "plugins", "records"},
     {"context", "facts"},
     {"feedback", "scorers", "metrics", "probes"},
     {"eviction"},
-    {"analysis", "records"},
+    {"analysis", "variants"},
     {"config"},
     {"tracking", "data"},
     {"run"},
@@ -33,18 +33,12 @@ LAYERS = [
 # tracking must stay one-way: it is handed results, it does not compute them
 TRACKING_MAY_NOT_IMPORT = {"analysis", "probes", "run", "cli"}
 
-# today's exceptions: the end-of-sweep analysis still runs inside tracking
-# (tracking/callback.py), and analysis reads logged runs through tracking
+# today's exceptions: promotion and regression checks (analysis/baseline.py)
+# and loading a sweep back from the store (analysis/data.py) read logged runs
+# through tracking's reader, while config imports the analysis settings
 KNOWN = {
     ("analysis", "tracking", "silas_exp/analysis/baseline"),
     ("analysis", "tracking", "silas_exp/analysis/data"),
-    ("analysis", "tracking", "silas_exp/analysis/parent"),
-    ("tracking", "analysis", "silas_exp/tracking/callback"),
-    ("tracking", "analysis", "silas_exp/tracking/reader"),
-    ("tracking", "probes", "silas_exp/tracking/jobs"),
-    ("tracking", "probes", "silas_exp/tracking/traces"),
-    ("tracking", "run", "silas_exp/tracking/callback"),
-    ("tracking", "run", "silas_exp/tracking/jobs"),
 }
 
 

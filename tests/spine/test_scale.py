@@ -12,9 +12,9 @@ import silas_exp.run.job as runner
 from silas_exp.config import validate
 from silas_exp.context.budget import TokenBudget
 from silas_exp.data.suites import loader
-from silas_exp.records import CASES_FILE, case_results, read_record
-from silas_exp.run.job import make_job, run_job
-from silas_exp.tracking.jobs import case_tables
+from silas_exp.records import CASES_FILE, read_job_result
+from silas_exp.run.job import JobSpec, make_job, run_job
+from silas_exp.tracking.tables import case_tables
 
 from ..conftest import REPO
 
@@ -52,11 +52,11 @@ def test_results_stream_to_a_file_and_read_back(compose, tmp_path):
 
 
 def test_case_table_comes_in_chunks_with_the_same_columns(compose, tmp_path):
-    from silas_exp.cli.app import _write_result
+    from silas_exp.run.execute import write_result
 
     out = _job(compose, tmp_path / "job")
-    _write_result(tmp_path / "job", "v", 0, out, None)
-    assert "results" not in read_record(tmp_path / "job")["run"]
+    write_result(tmp_path / "job", JobSpec("v", 0, 0), out, None)
+    assert "results" not in json.loads((tmp_path / "job" / "result.json").read_text())["run"]
     whole = list(case_tables(tmp_path / "job"))
     parts = list(case_tables(tmp_path / "job", rows=1))
     assert [name for name, _ in whole] == ["cases.json"]
@@ -64,7 +64,7 @@ def test_case_table_comes_in_chunks_with_the_same_columns(compose, tmp_path):
     table = whole[0][1]
     assert all(list(t) == list(table) for _, t in parts)
     assert [t["case_id"][0] for _, t in parts] == table["case_id"]
-    assert len(list(case_results(tmp_path / "job"))) == 2
+    assert len(list(read_job_result(tmp_path / "job").cases(tmp_path / "job"))) == 2
 
 
 def test_bounded_control_flush_logs_give_the_same_results(compose, tmp_path, monkeypatch):

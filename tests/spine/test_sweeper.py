@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hydra_plugins.silas_sweeper.silas_sweeper import SilasSweeper, distinct_jobs, job_shape
+from silas_exp.errors import ConfigError
 
 GROUPS = {"scorer", "suite", "experiment", "hydra/launcher"}
 
@@ -39,7 +40,7 @@ def test_distinct_jobs_keeps_one_per_shape_in_batch_order():
 
 
 def test_unknown_check_mode_is_refused():
-    with pytest.raises(ValueError, match="distinct .*or all"):
+    with pytest.raises(ConfigError, match="distinct .*or all"):
         SilasSweeper(max_batch_size=None, check="some")
 
 

@@ -85,8 +85,9 @@ def test_standard_fields_dataset_and_few_params(swept):
 
 
 # -- where the other half of the parent run goes (filled by the end-of-sweep analysis) --
-def test_parent_summary_file_reaches_the_parent_run(tmp_path):
-    from silas_exp.tracking.parent import ParentSummary, apply_parent_summary
+def test_sweep_end_record_reaches_the_parent_run(tmp_path):
+    from silas_exp.records import SweepEnd, read_sweep_end, write_sweep_end
+    from silas_exp.tracking.parent import close_parent
     from silas_exp.tracking.store import MlflowStore
 
     store = MlflowStore(f"sqlite:///{tmp_path / 'mlflow.db'}", str(tmp_path / "artifacts"))
@@ -94,11 +95,13 @@ def test_parent_summary_file_reaches_the_parent_run(tmp_path):
     run_id = store.start_run(exp_id, "sweep-x", {"silas.kind": "sweep"})
     (tmp_path / "report").mkdir()
     (tmp_path / "report" / "report.html").write_text("<h1>verdict</h1>")
-    ParentSummary(params={"swept": "scorer"}, metrics={"variant.weights.delta": 0.01},
-                  tags={"silas.verdict.weights": "ship"}, description="| variant | outcome |",
-                  artifacts=["report"]).write(tmp_path)
-    apply_parent_summary(store, run_id, tmp_path)
+    write_sweep_end(tmp_path, SweepEnd(
+        status="FAILED", params={"swept": "scorer"}, metrics={"variant.weights.delta": 0.01},
+        tags={"silas.verdict.weights": "ship"}, description="| variant | outcome |",
+        artifacts=["report", "missing.md"]))
+    close_parent(store, run_id, tmp_path, read_sweep_end(tmp_path))
     run = store.get_run(run_id)
+    assert run.info.status == "FAILED"
     assert run.data.params == {"swept": "scorer"}
     assert run.data.metrics == {"variant.weights.delta": 0.01}
     assert run.data.tags["silas.verdict.weights"] == "ship"

@@ -32,7 +32,7 @@ import pytest
 from silas_exp.analysis.summary import HEADLINE
 from silas_exp.data.suites.loader import CALIBRATION_TAG, load_suite
 from silas_exp.facts.fact import Fact, norm
-from silas_exp.records import case_results, read_record
+from silas_exp.records import read_job_result
 from tests.transcripts.script import coding_script
 from tests.transcripts.writers import FORMATS, write
 
@@ -56,7 +56,7 @@ def organic(tmp_path_factory) -> Imported:
     paths = [write(fmt, script, tmp / "transcripts") for fmt in FORMATS]
     paths.append(write("claude-code", coding_script("warmup", rounds=6), tmp / "calibration"))
     out = tmp / "suite"
-    r = subprocess.run([sys.executable, "-m", "silas_exp.cli.main", "import", *map(str, paths),
+    r = subprocess.run([sys.executable, "-m", "silas_exp.cli", "import", *map(str, paths),
                         "--out", str(out), "--opt-in"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     report = json.loads((out / "import_report.json").read_text())
@@ -74,10 +74,10 @@ def _results(sweep: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """variant -> case id -> per-case result, of a sweep run once per variant."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for f in sweep.glob("*/result.json"):
-        job = read_record(f)
-        assert job["status"] == "finished", job.get("error")
-        assert job["variant"] not in out, "one repeat per variant"
-        out[job["variant"]] = {c["case_id"]: c for c in case_results(f.parent, job)}
+        job = read_job_result(f)
+        assert job.finished, job.error
+        assert job.variant not in out, "one repeat per variant"
+        out[job.variant] = {c.case_id: c.model_dump(mode="json") for c in job.cases(f.parent)}
     return out
 
 

@@ -16,14 +16,14 @@ import pytest
 from silas_exp.data.suites.loader import load_suite
 from silas_exp.data.transcripts.suite import ImportSettings, write_suite
 from silas_exp.errors import SuiteError
-from silas_exp.records import read_record, with_case_results
+from silas_exp.records import read_job_result
 from tests.transcripts.sessions import coding_session
 
 FIX = Path(__file__).parent / "fixtures"
 
 
 def silas_exp(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "silas_exp.cli.main", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "silas_exp.cli", *args], capture_output=True,
                           text=True, timeout=120)
 
 
@@ -81,7 +81,7 @@ def organic(tmp_path_factory) -> Path:
 def _jobs(sweep: Path) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for f in sweep.glob("*/result.json"):
-        d = with_case_results(f.parent, read_record(f))
+        d = read_job_result(f).with_cases(f.parent).model_dump(mode="json")
         out.setdefault(d["variant"], []).append(d)
     return out
 

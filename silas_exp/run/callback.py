@@ -1,0 +1,91 @@
+"""The Hydra callback (``hydra.callbacks.tracking`` in conf/config.yaml): runs
+in the launching process, whatever launcher runs the jobs.
+
+* on_run_start: the tracker creates its store and experiment once, before the
+  job (several workers creating a fresh SQLite store at once break it).
+* on_multirun_start: write the sweep's manifest (``sweep.json``) for the jobs;
+  the tracker checks its store (a dead one fails before any work, exit 2) and
+  opens the sweep's parent run.
+* on_multirun_end: the end of the sweep (summary, failed jobs, ablation;
+  ``silas_exp.run.sweep_end``), handed to the tracker to close the parent run
+  (FAILED if any job failed); exit 1 if any job or the summary failed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from silas_exp.config import ExperimentConfig, validate
+from silas_exp.errors import SweepFailed, TrackingError
+from silas_exp.exits import Reported
+from silas_exp.records import SweepManifest, remove_sweep_end, write_manifest
+from silas_exp.run.progress import planned_jobs
+from silas_exp.run.sweep_end import end_of_sweep
+from silas_exp.tracking.jobs import experiment_name
+from silas_exp.tracking.parent import sweep_command
+from silas_exp.tracking.tracker import make_tracker
+from silas_exp.variants import swept_keys
+
+
+def _experiment(config: DictConfig) -> ExperimentConfig | None:
+    try:
+        task = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+        return validate(OmegaConf.to_container(task, resolve=True))  # type: ignore[arg-type]
+    except Exception:
+        return None  # the job itself reports the problem with a clear message
+
+
+def new_manifest(config: DictConfig, cfg: ExperimentConfig | None) -> SweepManifest:
+    """The sweep's own facts, before any job runs."""
+    cli = list(config.hydra.overrides.task)
+    sweeper = config.hydra.sweeper
+    params = OmegaConf.to_container(sweeper.get("params") or {}, resolve=False)
+    return SweepManifest(
+        sweep_id=uuid.uuid4().hex[:12], experiment_name=experiment_name(cfg) if cfg else "silas",
+        swept_keys=swept_keys(cli, params), command=sweep_command(cli), started_at=time.time(),
+        jobs_total=planned_jobs(cli, OmegaConf.to_container(sweeper.get("params") or {},
+                                                            resolve=True),
+                                str(sweeper.get("_target_", ""))))
+
+
+class SweepCallback(Callback):
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        make_tracker(_experiment(config)).prepare()
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        cfg = _experiment(config)
+        tracker = make_tracker(cfg)
+        manifest = new_manifest(config, cfg)
+        try:
+            tracker.preflight()
+        except TrackingError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise Reported(exc) from None
+        write_manifest(sweep_dir, manifest)
+        remove_sweep_end(sweep_dir)  # a sweep run before into the same folder ended, not this one
+        tracker.start_sweep(sweep_dir, manifest, list(config.hydra.overrides.task))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        # Hydra turns an exception raised here into a warning and exit code 0:
+        # end_of_sweep reports its own failures, the tracker is always told the
+        # sweep is over (no run left RUNNING), and a failure exits 1 (Reported).
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        cfg = _experiment(config)
+        tracker = make_tracker(cfg)
+        outcome = end_of_sweep(sweep_dir, cfg)
+        tracker.end_sweep(sweep_dir, outcome.end)
+        footer = tracker.sweep_footer(sweep_dir)
+        if footer:
+            print(footer)
+        sys.stdout.flush()
+        if not outcome.ok:
+            raise Reported(SweepFailed(f"{len(outcome.failed)} job(s) failed" if outcome.failed
+                                       else "the end-of-sweep summary failed"))

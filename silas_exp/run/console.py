@@ -1,0 +1,70 @@
+"""What a job prints: its label, the line when it ends (with the sweep's
+progress), the dry-run estimate, warnings, and an error in one paragraph
+(``--verbose`` or ``HYDRA_FULL_ERROR=1`` adds the traceback)."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from silas_exp.config import ExperimentConfig
+from silas_exp.records import RESULT_FILE, SweepManifest
+from silas_exp.run.job import JobOutcome, JobSpec
+from silas_exp.run.progress import progress_note
+
+
+def verbose() -> bool:
+    """``python -m silas_exp --verbose`` sets HYDRA_FULL_ERROR=1 for the whole
+    process tree (Hydra's own switch for full tracebacks)."""
+    return os.environ.get("HYDRA_FULL_ERROR") == "1"
+
+
+def report(exc: BaseException, what: str) -> None:
+    if verbose():
+        traceback.print_exception(exc)
+    print(f"error: {what}: {exc}", file=sys.stderr)
+    if not verbose():
+        print("(run with --verbose for the full traceback)", file=sys.stderr)
+
+
+def job_label(job: JobSpec, multirun: bool, job_num: int) -> str:
+    return f"[job {job_num}] {job.variant}#r{job.repeat}" if multirun else f"[run] {job.variant}"
+
+
+def skipped(label: str, run_id: str) -> None:
+    print(f"{label}: already finished as run {run_id}; skipped", flush=True)
+
+
+def dry_run(label: str, cfg: ExperimentConfig, metrics: dict[str, float]) -> None:
+    m = metrics
+    print(f"{label}: dry run: {m.get('llm.calls', 0):.0f} model calls, "
+          f"{m.get('llm.input_tokens', 0):.0f} input + {m.get('llm.output_tokens', 0):.0f} output "
+          f"tokens, estimated ${m.get('llm.cost_usd', 0):.4f} with {cfg.model.name} "
+          "(simulated answers; nothing tracked)", flush=True)
+
+
+def job_done(label: str, cfg: ExperimentConfig, outcome: JobOutcome, seconds: float,
+             manifest: SweepManifest | None, out_dir: Path) -> None:
+    """The job's line (cases, pass rate, the optimised metric, time, sweep progress)."""
+    value = outcome.metrics.get(cfg.metrics.optimize, math.nan)
+    progress = ""
+    if manifest is not None:
+        note = progress_note(out_dir.parent, manifest.jobs_total, manifest.started_at, time.time())
+        progress = f" [{note}]"
+    print(f"{label}: {outcome.cases} cases, pass {outcome.run.summary.pass_rate:.0%}, "
+          f"{cfg.metrics.optimize}={value:.3f} ({seconds:.1f}s){progress} -> {out_dir}", flush=True)
+    if outcome.metrics.get("probe.empty_summaries", 0) > 0:
+        print(f"{label}: warning: some compressions produced an empty summary (probe.empty_summaries "
+              f"{outcome.metrics['probe.empty_summaries']:.2f} per case), so they compressed like "
+              "truncate: the dropped items show no fact a summary would keep", flush=True)
+
+
+def run_footer(out_dir: Path, outcome: JobOutcome, tracked: str | None) -> None:
+    """A single run (not a sweep): where its results are."""
+    print(f"results: {out_dir / RESULT_FILE} (per case: {outcome.results_path})")
+    if tracked:
+        print(tracked)

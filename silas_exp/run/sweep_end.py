@@ -1,0 +1,158 @@
+"""The end of a sweep, in the launching process: the per-variant summary, the
+failed jobs, the dry-run estimate and the ablation report, printed and written
+to the sweep folder; then the sweep's end record (``SweepEnd``, ``sweep.done``)
+that the tracker logs to the sweep's parent run.
+
+Works with or without tracking: everything comes from the job folders' records.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from silas_exp.analysis.summary import JobRecord, failures, read_job_records, variant_table
+from silas_exp.config import ExperimentConfig
+from silas_exp.errors import SilasExpError
+from silas_exp.records import MANIFEST_FILE, SweepEnd, read_manifest, write_sweep_end
+
+if TYPE_CHECKING:  # the analysis imports scipy and matplotlib: only when a sweep has two variants
+    from silas_exp.analysis.parent import ParentReport
+
+SUMMARY_FILE = "summary.md"
+ABLATION_FILE = "ablation.md"
+ABLATION_DIR = "ablation"  # the report's plots
+PARENT_FILES = (SUMMARY_FILE, MANIFEST_FILE, ABLATION_FILE)  # attached to the parent run
+
+
+@dataclass
+class SweepOutcome:
+    end: SweepEnd
+    failed: list[str]  # one line per failed job
+    broken: BaseException | None = None  # the summary itself failed
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and self.broken is None
+
+
+def end_of_sweep(sweep_dir: Path, cfg: ExperimentConfig | None) -> SweepOutcome:
+    """Summarise the sweep and write its end record. Never raises: a summary
+    that fails is reported here and fails the sweep."""
+    records: list[JobRecord] = []
+    failed: list[str] = []
+    report: ParentReport | None = None
+    broken: BaseException | None = None
+    try:
+        records = read_job_records(sweep_dir)
+        failed, report = summarise(sweep_dir, cfg, records)
+    except Exception as exc:  # reported here and fails the command, never swallowed
+        broken = exc
+        print(f"error: end-of-sweep summary failed: {type(exc).__name__}: {exc}\n"
+              f"  every job result is kept in {sweep_dir}", file=sys.stderr)
+    end = sweep_end_record(sweep_dir, len(records), len(failed), broken is not None, report)
+    write_sweep_end(sweep_dir, end)
+    return SweepOutcome(end, failed, broken)
+
+
+def sweep_end_record(sweep_dir: Path, jobs: int, failed_jobs: int, broken: bool,
+                     report: ParentReport | None) -> SweepEnd:
+    """What the parent run gets: status, job counts, the files of the sweep
+    folder and (when there was an ablation) its verdicts."""
+    artifacts = [name for name in PARENT_FILES if (sweep_dir / name).is_file()]
+    if (sweep_dir / ABLATION_DIR).is_dir():
+        artifacts.append(ABLATION_DIR)
+    end = SweepEnd(status="FAILED" if failed_jobs or broken else "FINISHED", artifacts=artifacts,
+                   metrics={"sweep.jobs": float(jobs), "sweep.failed_jobs": float(failed_jobs)})
+    if report is not None:
+        end.params, end.tags, end.description = report.params, report.tags, report.description
+        end.metrics.update(report.metrics)
+        end.artifacts += report.artifacts
+    return end
+
+
+def recorded_end(sweep_dir: Path) -> SweepEnd:
+    """The end record of a sweep whose end was never recorded (it was cut
+    short): from its job records alone."""
+    records = read_job_records(sweep_dir)
+    return sweep_end_record(sweep_dir, len(records), len(failures(records)), False, None)
+
+
+def summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records: Sequence[JobRecord]
+              ) -> tuple[list[str], ParentReport | None]:
+    """Print and write the end-of-sweep summary and ablation; return the
+    failures and what the ablation tells the parent run."""
+    manifest = read_manifest(sweep_dir)
+    table = variant_table(records)
+    failed = failures(records)
+    print(f"\nSweep {manifest.sweep_id if manifest else ''}: {len(records)} job(s) in {sweep_dir}")
+    print(table)
+    if failed:
+        print(f"\n{len(failed)} job(s) failed:")
+        for line in failed:
+            print("  -", line)
+    (sweep_dir / SUMMARY_FILE).write_text(table + "\n")
+    if cfg is not None and cfg.llm.dry_run:
+        print(dry_run_total(records, cfg.model.name))
+    return failed, write_ablation(sweep_dir, records, cfg)
+
+
+def dry_run_total(records: Sequence[JobRecord], model_name: str) -> str:
+    calls = sum(r.metrics.get("llm.calls", 0.0) for r in records)
+    tokens = sum(r.metrics.get("llm.input_tokens", 0.0) + r.metrics.get("llm.output_tokens", 0.0)
+                 for r in records)
+    usd = sum(r.metrics.get("llm.cost_usd", 0.0) for r in records)
+    return (f"\nDry run ({len(records)} jobs, model={model_name}): {calls:.0f} model calls, "
+            f"{tokens:.0f} tokens, estimated ${usd:.2f}. Estimated from simulated answers: real "
+            "answer lengths differ; cached answers would cost nothing.")
+
+
+def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: ExperimentConfig | None
+                   ) -> ParentReport | None:
+    """Ablation of the finished jobs against the control, when the sweep has
+    more than one variant: ablation.md, ablation.html and plots in the sweep
+    folder; returns what the parent run shows of it."""
+    if len({r.variant for r in records if r.status == "finished"}) < 2:
+        return None
+    from silas_exp.analysis.ablation import ablation
+    from silas_exp.analysis.adaptive import AdaptiveState, adaptive_notes
+    from silas_exp.analysis.data import load_sweep_dir
+    from silas_exp.analysis.html import ablation_html
+    from silas_exp.analysis.parent import parent_summary
+    from silas_exp.analysis.plots import ablation_plots
+    from silas_exp.analysis.report import OUTCOME_TEXT, ablation_markdown
+
+    try:
+        data = load_sweep_dir(sweep_dir, Path(cfg.suite.path) if cfg else None)
+        settings = cfg.analysis if cfg else None
+        adaptive = AdaptiveState.read(sweep_dir)
+        if adaptive is not None and settings is not None:  # the confidence the looks used
+            settings = settings.model_copy(update={"confidence": adaptive.confidence})
+        result = ablation(data, settings)
+        if adaptive is not None:
+            result.notes += adaptive_notes(adaptive)
+        plots = ablation_plots(result, data, sweep_dir / ABLATION_DIR)
+        md = ablation_markdown(result, [f"{ABLATION_DIR}/{p.name}" for p in plots])
+        (sweep_dir / ABLATION_FILE).write_text(md)
+        (sweep_dir / "ablation.html").write_text(ablation_html(result, plots))
+        report = parent_summary(result, data.swept_keys, data.added_control)
+        print(f"\nAblation vs {result.control} ({result.control_reason}):")
+        for variant, vv in sorted(result.verdicts.items()):
+            need = f" (≈ {vv.n_needed} cases to decide)" if vv.n_needed else ""
+            print(f"  {variant}: {OUTCOME_TEXT[vv.outcome].strip('*')} — "
+                  f"{'; '.join(vv.reasons)}{need}")
+        for metric in result.insensitive():
+            print(f"  note: {metric} cannot separate oracle from random on this suite "
+                  "(insensitive here)")
+        if result.sensitivity and {"scorer=oracle", "scorer=random"} <= set(data.variants()):
+            print(f"  sensitivity of the gated metrics is in the report; keep it for later "
+                  f"ablations on this suite:\n    silas-exp sensitivity {sweep_dir} "
+                  f"--suite-dir {cfg.suite.path if cfg else '<suite folder>'}")
+        print(f"  report: {sweep_dir / ABLATION_FILE}")
+        return report
+    except SilasExpError as exc:
+        print(f"(no ablation report: {exc})")
+        return None

@@ -1,0 +1,155 @@
+"""The MLflow tracker: one store, one experiment per suite, one parent run per
+sweep and one child run per job — logged by the jobs themselves, or (sweeps,
+``tracking.background``) by one background uploader process.
+
+The uploader is a child of the launching process; its handle is kept here,
+by sweep folder, not on the Hydra callback: launchers pickle callbacks for
+their workers, and a process handle does not pickle.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from silas_exp.records import (
+    RESULT_FILE,
+    SweepEnd,
+    SweepManifest,
+    read_job_result,
+    read_manifest,
+    write_job_result,
+    write_manifest,
+)
+from silas_exp.tracking import background
+from silas_exp.tracking.jobs import JobKey, JobTracker, experiment_name, job_payload, write_job_file
+from silas_exp.tracking.parent import (
+    close_parent,
+    command_key,
+    find_finished_job,
+    find_resumable_sweep,
+    parent_tags,
+    reopen_sweep,
+)
+from silas_exp.tracking.payload import default_params, ui_link
+from silas_exp.tracking.preflight import preflight
+from silas_exp.tracking.tracker import FinishedJob, JobRun
+
+if TYPE_CHECKING:
+    from silas_exp.config import ExperimentConfig
+    from silas_exp.tracking.store import MlflowStore
+
+_UPLOADERS: dict[str, subprocess.Popen] = {}  # sweep folder -> its background uploader
+UPLOAD_WAIT_S = 600
+
+
+class MlflowTracker:
+    def __init__(self, cfg: ExperimentConfig) -> None:
+        self.cfg = cfg
+        self._store: MlflowStore | None = None
+
+    @property
+    def store(self) -> MlflowStore:
+        if self._store is None:
+            from silas_exp.tracking.store import MlflowStore  # lazy: importing mlflow costs ~1.2 s
+
+            self._store = MlflowStore(self.cfg.tracking.uri, self.cfg.tracking.artifact_root)
+        return self._store
+
+    @property
+    def uri(self) -> str:
+        return str(self.cfg.tracking.uri)
+
+    def preflight(self) -> None:
+        preflight(self.cfg.tracking.uri)
+
+    def prepare(self) -> None:
+        self.store.ensure_store()
+        self.store.ensure_experiment(experiment_name(self.cfg))
+
+    # -- a sweep (launching process) ---------------------------------------------
+    def start_sweep(self, sweep_dir: Path, manifest: SweepManifest, cli: list[str]) -> None:
+        cfg = self.cfg
+        manifest.default_params = default_params()  # composed once here, not in every job
+        key = command_key(cli)
+        manifest.tracking_uri, manifest.artifact_root = cfg.tracking.uri, cfg.tracking.artifact_root
+        manifest.parent_tags = parent_tags(cfg, manifest, key)
+        if cfg.tracking.background and not cfg.resume:
+            manifest.background = True
+            write_manifest(sweep_dir, manifest)
+            _UPLOADERS[str(sweep_dir)] = background.start(sweep_dir)
+            return
+        store = self.store
+        store.ensure_store()
+        manifest.experiment_id = store.ensure_experiment(manifest.experiment_name)
+        previous = find_resumable_sweep(store, manifest.experiment_id, key) if cfg.resume else None
+        if previous is not None:
+            manifest.sweep_id = previous.data.tags["silas.sweep_id"]
+            manifest.parent_run_id = previous.info.run_id
+            killed = reopen_sweep(store, previous)
+            print(f"Resuming sweep {manifest.sweep_id} (parent run {manifest.parent_run_id}); "
+                  f"{killed} interrupted job run(s) marked KILLED; finished jobs are skipped.")
+        else:
+            if cfg.resume:
+                print("resume=true: no unfinished sweep with this command; starting a new one.")
+            manifest.parent_run_id = store.start_run(
+                manifest.experiment_id, f"sweep-{manifest.sweep_id}", manifest.parent_tags,
+                start_time=manifest.started_at)
+        write_manifest(sweep_dir, manifest)
+
+    def end_sweep(self, sweep_dir: Path, end: SweepEnd) -> None:
+        uploader = _UPLOADERS.pop(str(sweep_dir), None)
+        if uploader is not None:  # it reads the sweep's end record and closes the parent
+            try:
+                code = uploader.wait(timeout=UPLOAD_WAIT_S)
+            except subprocess.TimeoutExpired:
+                uploader.kill()
+                code = -1
+            if code != 0:
+                print(f"\ntracking failed (see {sweep_dir / background.LOG_FILE}); every result is "
+                      f"kept in {sweep_dir}. Upload later: silas-exp upload {sweep_dir}",
+                      file=sys.stderr)
+            return
+        manifest = read_manifest(sweep_dir)
+        if manifest is not None and manifest.parent_run_id:
+            close_parent(self.store, manifest.parent_run_id, sweep_dir, end)
+
+    def sweep_footer(self, sweep_dir: Path) -> str | None:
+        manifest = read_manifest(sweep_dir)
+        if manifest is None or not manifest.parent_run_id:
+            return None
+        ui = "" if self.uri.startswith(("http://", "https://")) \
+            else f"\n  mlflow ui --backend-store-uri {self.uri}"
+        return (f"\nMLflow: experiment {manifest.experiment_name!r}, parent run "
+                f"{manifest.parent_run_id}{ui}\n  {ui_link(self.uri, manifest.experiment_id)}")
+
+    # -- a job -------------------------------------------------------------------
+    def job(self, job: JobKey, manifest: SweepManifest | None, suite_version: str,
+            out_dir: Path) -> JobRun:
+        if manifest is not None and manifest.background:  # the uploader logs it from job.json
+            write_job_file(out_dir, job_payload(self.cfg, job, manifest, suite_version))
+            return JobTracker(None, self.cfg, job, manifest, suite_version, out_dir)
+        return JobTracker(self.store, self.cfg, job, manifest, suite_version, out_dir)
+
+    def find_finished_job(self, manifest: SweepManifest, config_hash: str, repeat: int,
+                          suite_version: str) -> FinishedJob | None:
+        if manifest.background:
+            return None
+        run = find_finished_job(self.store, manifest, config_hash, repeat, suite_version)
+        return None if run is None else FinishedJob(run.info.run_id, dict(run.data.metrics))
+
+    def restore_job(self, done: FinishedJob, out_dir: Path) -> None:
+        """The logged record of a job an interrupted invocation finished, into
+        this sweep's folder, so the end-of-sweep summary sees it."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        download = out_dir / ".resumed"
+        result = read_job_result(self.store.download_artifact(done.run_id, RESULT_FILE, download))
+        if result.results_file:
+            cases = self.store.download_artifact(done.run_id, result.results_file, download)
+            Path(cases).replace(out_dir / result.results_file)
+        write_job_result(out_dir, result.model_copy(update={"resumed_from": done.run_id}))
+
+    def run_footer(self) -> str | None:
+        return f"mlflow ui --backend-store-uri {self.uri}"
