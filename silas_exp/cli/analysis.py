@@ -6,8 +6,12 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from silas_exp.errors import AnalysisError, RegressionFound
+
+if TYPE_CHECKING:
+    from silas_exp.analysis.data import SweepData
 
 
 def _reader(args):
@@ -42,6 +46,20 @@ def ablation_settings(args):
         raise pydantic_error_to_config_error(exc, prefix="analysis") from None
 
 
+def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any]:
+    """A sweep's finished jobs read back from MLflow (their result artifacts),
+    and its parent run (None if absent)."""
+    from silas_exp.analysis.data import SweepData, job_from_result, latest_per_job
+    from silas_exp.tracking.reader import Reader
+
+    reader = Reader(uri)
+    parent, children = reader.sweep_runs(sweep_id)
+    jobs = [job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
+            for r in latest_per_job(children)]
+    command = parent.data.tags.get("silas.command", "") if parent else ""
+    return SweepData(sweep_id, command, jobs), parent
+
+
 def cmd_ablation(args) -> int:
     from silas_exp.analysis.ablation import ablation
     from silas_exp.analysis.data import load_baseline, load_sweep_dir
@@ -53,8 +71,6 @@ def cmd_ablation(args) -> int:
     if Path(args.sweep).is_dir():
         data, parent = load_sweep_dir(Path(args.sweep), suite_dir), None
     else:
-        from silas_exp.analysis.data import load_sweep_from_mlflow
-
         data, parent = load_sweep_from_mlflow(args.tracking_uri, args.sweep)
         data.baseline = load_baseline(suite_dir) if suite_dir else None
     result = ablation(data, settings, metrics=args.metrics, use_sprt=args.sprt, mde=args.mde)
@@ -179,7 +195,7 @@ def _experiment_name(args) -> str:
 
 
 def cmd_baseline(args) -> int:
-    from silas_exp.analysis import baseline
+    from silas_exp.tracking import baseline
 
     reader = _reader(args)
     if args.action == "promote":
@@ -194,9 +210,9 @@ def cmd_baseline(args) -> int:
 
 
 def cmd_regress(args) -> int:
-    from silas_exp.analysis import baseline
     from silas_exp.analysis.gates import check_gates, parse_gates
     from silas_exp.analysis.regress import record_outcome, regress
+    from silas_exp.tracking import baseline
 
     reader = _reader(args)
     run = reader.run(args.run)
