@@ -113,3 +113,16 @@ def test_a_target_kind_from_a_conf_folder_of_ones_own(tmp_path) -> None:
     found = jobs(tmp_path / "multirun")
     assert set(found) == {"scorer=longest", "scorer=heuristic"}
     assert all(r["status"] == "finished" for rs in found.values() for r in rs)
+
+
+def test_a_broken_conf_package_is_left_out_with_a_warning(tmp_path) -> None:
+    """A plug-in whose conf entry point names no importable package: runs go
+    on, with a warning that names the entry point."""
+    site = tmp_path / "site"
+    info = site / "broken_conf-0.2.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-conf\nVersion: 0.2\n")
+    (info / "entry_points.txt").write_text("[silas_exp.conf]\nbroken = no_such_pkg.conf\n")
+    done = run(tmp_path, site, "suite=smoke", "tracking=none")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "broken = no_such_pkg.conf" in done.stderr and "broken-conf 0.2" in done.stderr
