@@ -41,6 +41,15 @@ def run(tmp: Path, site: Path | None, *args: str) -> subprocess.CompletedProcess
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
 
 
+def fake_install(site: Path, name: str, version: str, group: str, entry: str) -> Path:
+    """An installed distribution with one entry point and no code (as pip leaves it)."""
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{entry}\n")
+    return site
+
+
 def jobs(sweep: Path) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for path in sorted(sweep.glob("*/result.json")):
@@ -89,11 +98,8 @@ def test_plugin_options_are_listed_and_absent_without_the_package(installed, tmp
 def test_a_broken_plugin_names_its_entry_point(tmp_path) -> None:
     """An installed package whose entry point does not import: exit 2, and the
     message names the entry point, the package and the import error."""
-    site = tmp_path / "site"
-    info = site / "broken_plugin-0.3.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.3\n")
-    (info / "entry_points.txt").write_text("[silas_exp.scorers]\nbroken = no_such_module:KIND\n")
+    site = fake_install(tmp_path / "site", "broken-plugin", "0.3", "silas_exp.scorers",
+                        "broken = no_such_module:KIND")
     done = run(tmp_path, site, "scorer.name=broken", "tracking=none")
     assert done.returncode == 2, done.stderr[-2000:]
     err = done.stderr
@@ -118,11 +124,8 @@ def test_a_target_kind_from_a_conf_folder_of_ones_own(tmp_path) -> None:
 def test_a_broken_conf_package_is_left_out_with_a_warning(tmp_path) -> None:
     """A plug-in whose conf entry point names no importable package: runs go
     on, with a warning that names the entry point."""
-    site = tmp_path / "site"
-    info = site / "broken_conf-0.2.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-conf\nVersion: 0.2\n")
-    (info / "entry_points.txt").write_text("[silas_exp.conf]\nbroken = no_such_pkg.conf\n")
+    site = fake_install(tmp_path / "site", "broken-conf", "0.2", "silas_exp.conf",
+                        "broken = no_such_pkg.conf")
     done = run(tmp_path, site, "suite=smoke", "tracking=none")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "broken = no_such_pkg.conf" in done.stderr and "broken-conf 0.2" in done.stderr
