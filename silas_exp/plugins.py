@@ -126,11 +126,6 @@ class Registry:
         return sorted({n for n, k in self._kinds.items() if k.source == BUILT_IN}
                       | set(self._entry_points()))
 
-    def kinds(self) -> Mapping[str, Kind]:
-        """The kinds known so far (built-ins and the plug-ins resolved in this process)."""
-        self._load_builtins()
-        return dict(self._kinds)
-
     def get(self, name: str) -> Kind:
         self._load_builtins()
         if name in self._kinds:

@@ -23,6 +23,7 @@ raises ``RecordError`` naming the file and what to do.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -102,7 +103,7 @@ def job_result(variant: str, repeat: int, error: str | None, metrics: dict[str, 
 def _write_json(path: Path, data: dict[str, Any]) -> Path:
     """Atomically: a reader (the background uploader, a job) never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two writers never share one
     tmp.write_text(json.dumps(data, indent=1, allow_nan=True))
     tmp.replace(path)
     return path

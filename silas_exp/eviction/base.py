@@ -69,10 +69,6 @@ def strategy_kind(name: str, settings: type[StrategySettings], factory: Callable
                            evicts_per_turn=evicts_per_turn)
 
 
-def strategy_kinds() -> Mapping[str, Kind]:
-    return STRATEGIES.kinds()
-
-
 def validate_strategy_settings(raw: Mapping[str, Any]) -> StrategySettings:
     return STRATEGIES.validate(raw)  # type: ignore[return-value]
 

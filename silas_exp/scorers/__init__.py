@@ -9,7 +9,6 @@ from silas_exp.scorers.base import (
     ScorerUnavailable,
     build_scorer,
     scorer_kind,
-    scorer_kinds,
     validate_scorer_settings,
 )
 
@@ -21,6 +20,5 @@ __all__ = [
     "ScorerContext",
     "ScorerUnavailable",
     "build_scorer",
-    "scorer_kinds",
     "validate_scorer_settings",
 ]

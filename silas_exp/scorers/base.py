@@ -88,10 +88,6 @@ def scorer_kind(name: str, settings: type[ScorerSettings], factory: Callable[[An
                         calibration=calibration)
 
 
-def scorer_kinds() -> Mapping[str, Kind]:
-    return SCORERS.kinds()
-
-
 def validate_scorer_settings(raw: Mapping[str, Any]) -> ScorerSettings:
     return SCORERS.validate(raw)  # type: ignore[return-value]
 
