@@ -26,7 +26,7 @@ import numpy as np
 from silas_exp.context.features import feature_matrix
 from silas_exp.context.window import LiveItem
 from silas_exp.errors import LLMError
-from silas_exp.feedback.store import FeedbackStore
+from silas_exp.feedback.store import DiscardingStore, FeedbackStore
 from silas_exp.llm.base import LLMRequest, Message
 from silas_exp.llm.simulated import register_responder
 from silas_exp.schema.eviction import (
@@ -83,7 +83,7 @@ class KeepBackBroker:
     """Presents proposals to the main model, applies the timeout, records feedback."""
 
     def __init__(
-        self, settings: MainModelSettings, llm, store: FeedbackStore, namespace: str, seed: int,
+        self, settings: MainModelSettings, llm, store: FeedbackStore | DiscardingStore, namespace: str, seed: int,
         need_within: Callable[[str, int, int], int],
     ) -> None:
         self.s, self.llm, self.store, self.namespace = settings, llm, store, namespace

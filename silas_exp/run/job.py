@@ -37,7 +37,7 @@ from silas_exp.feedback.calibration import (
     stored_exclusion_rates,
 )
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
-from silas_exp.feedback.store import FeedbackStore
+from silas_exp.feedback.store import DiscardingStore, FeedbackStore
 from silas_exp.llm import LLMClient, build_client
 from silas_exp.metrics.classification import roc_auc
 from silas_exp.metrics.context import case_metrics
@@ -104,7 +104,7 @@ def _main_settings(cfg: ExperimentConfig) -> MainModelSettings:
 
 class _CaseRunner:
     def __init__(self, cfg: ExperimentConfig, job: JobSpec, loaded: LoadedSuite, llm: LLMClient,
-                 store: FeedbackStore) -> None:
+                 store: FeedbackStore | DiscardingStore) -> None:
         self.cfg, self.job, self.loaded, self.llm, self.store = cfg, job, loaded, llm, store
         self.errors: list[str] = []
         self.probe_rows: list[dict] = []
@@ -174,9 +174,8 @@ class _CaseRunner:
         if key in _REFERENCES:
             _REFERENCES.move_to_end(key)
             return _REFERENCES[key]
-        runner = _CaseRunner(self.cfg, self.job, self.loaded, self.llm, FeedbackStore())
+        runner = _CaseRunner(self.cfg, self.job, self.loaded, self.llm, DiscardingStore())
         stats, _, _ = runner.replay_case(case, self._control_scorer(), None, record=True)
-        runner.store.close()
         return _remember_reference(key, stats.flush_log or [])
 
     def probe_case(self, case: BenchmarkCase, calibration: Calibration | None) -> dict[str, float]:
@@ -399,6 +398,7 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
         with CaseLog(out_dir / CASES_FILE) as log:  # per-case results go to disk as they come
             for i, case in enumerate(cases):
                 result = runner.run_case(case, calibration)
+                store.flush()  # the case's feedback is on disk before its result
                 log.append(result)
                 tally.add(result, case.expected.mode)
                 if progress:
