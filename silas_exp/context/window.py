@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from operator import attrgetter
 
 from silas_exp.context.budget import count_tokens, item_tokens
@@ -12,6 +13,14 @@ from silas_exp.schema.eviction import ContextZone
 from silas_exp.schema.session import SessionItem
 
 MASK_TEMPLATE = "[{tool} result masked: {status}, {tokens} tokens]"
+
+
+@lru_cache(maxsize=8192)
+def one_line(text: str, width: int = 80) -> str:
+    """``text`` with its whitespace runs collapsed to single spaces, cut at
+    ``width`` (how a snippet is shown in a prompt line); a replay shows the
+    same snippets turn after turn, so the result is cached."""
+    return " ".join(text.split())[:width]
 
 
 @dataclass
@@ -62,6 +71,13 @@ class LiveItem:
         state = dict(self.__dict__)
         state.pop("_window", None)
         return state
+
+    def snapshot(self) -> LiveItem:
+        """A copy outside any window, as ``dataclasses.replace(self)`` makes one,
+        without a pass through ``__init__``."""
+        copy = object.__new__(LiveItem)
+        copy.__dict__.update(self.__getstate__())
+        return copy
 
     def age(self, turn: int) -> int:
         """Turns since the item was last referenced (or created)."""

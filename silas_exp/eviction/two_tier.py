@@ -15,7 +15,6 @@ ceiling: keep-backs cannot hold usage above it.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -190,7 +189,7 @@ class TwoTierEviction:
             self.stats.candidate_ids.append(i.ctx_id)
         if self.stats.flush_log is not None:
             # labels for exclusion prediction: the main model's own keep-backs
-            self.stats.flush_log.append(Flush(turn, tuple(replace(i) for i in chosen),
+            self.stats.flush_log.append(Flush(turn, tuple(i.snapshot() for i in chosen),
                                               tuple(i.ctx_id in said for i in chosen)))
         self.scorer.observe(chosen, [i.ctx_id in excluded for i in chosen], turn)
         for i in chosen:

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from silas_exp.context.features import feature_matrix
-from silas_exp.context.window import LiveItem
+from silas_exp.context.window import LiveItem, one_line
 from silas_exp.errors import LLMError
 from silas_exp.feedback.store import DiscardingStore, FeedbackStore
 from silas_exp.llm.base import LLMRequest, Message
@@ -97,7 +97,7 @@ class KeepBackBroker:
     def resolve(self, proposal: ProposalRecord, items: Mapping[str, LiveItem], turn: int,
                 goal: str = "") -> FlushOutcome:
         lines = [
-            f"{c.ctx_id} | score={c.relevance_score:.2f} | {' '.join(items[c.ctx_id].snippet.split())[:80]}"
+            f"{c.ctx_id} | score={c.relevance_score:.2f} | {one_line(items[c.ctx_id].snippet)}"
             for c in proposal.candidates
         ]
         request = LLMRequest(

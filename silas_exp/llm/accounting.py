@@ -53,10 +53,11 @@ class Accounting:
         u = response.usage
         with self._lock:
             t = self._totals
-            self._totals = replace(
-                t, calls=t.calls + (0 if response.cached else 1),
+            self._totals = Totals(  # every field, as replace() would (without its cost per call)
+                calls=t.calls + (0 if response.cached else 1),
                 cache_hits=t.cache_hits + (1 if response.cached else 0),
                 retries=t.retries + response.retries,
+                errors=t.errors,
                 input_tokens=t.input_tokens + u.input_tokens,
                 output_tokens=t.output_tokens + u.output_tokens,
                 cache_read_tokens=t.cache_read_tokens + u.cache_read_input_tokens,

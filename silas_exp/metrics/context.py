@@ -11,7 +11,7 @@ import numpy as np
 from silas_exp.context.replay import NeedOracle
 from silas_exp.context.stats import ReplayStats
 from silas_exp.metrics.classification import roc_auc
-from silas_exp.metrics.ir import mrr_at_k, ndcg_at_k, recall_at_k
+from silas_exp.metrics.ir import ranking_metrics_at
 from silas_exp.metrics.names import metric_key
 
 NAN = float("nan")
@@ -45,18 +45,23 @@ def retrieval_metrics(stats: ReplayStats) -> dict[str, float]:
     }
 
 
+NDCG_KS, MRR_KS, RECALL_KS = (5, 10, 20), (5, 10), (5, 10)
+
+
 def ranking_metrics(stats: ReplayStats, oracle: NeedOracle, horizon: int) -> dict[str, float]:
     """The scorer's keep-first ranking at each Tier-2 call, graded against need
     within the horizon; averaged over calls (NaN when Tier 2 never ran)."""
-    values: dict[str, list[float]] = {}
-    specs = [("ndcg", ndcg_at_k, k) for k in (5, 10, 20)]
-    specs += [("mrr", mrr_at_k, k) for k in (5, 10)] + [("recall", recall_at_k, k) for k in (5, 10)]
+    keys = ([metric_key("ir", "ndcg", k) for k in NDCG_KS] + [metric_key("ir", "mrr", k) for k in MRR_KS]
+            + [metric_key("ir", "recall", k) for k in RECALL_KS])
+    rows: list[list[float]] = []
     for r in stats.rankings:
-        grades = {cid: oracle.max_grade_within(cid, r.turn, horizon) for cid in r.ranked}
-        for name, fn, k in specs:
-            values.setdefault(metric_key("ir", name, k), []).append(fn(list(r.ranked), grades, k))
-    keys = [metric_key("ir", name, k) for name, _, k in specs]
-    return {k: float(np.mean(values[k])) if values.get(k) else NAN for k in keys}
+        need = oracle.max_grade_within
+        grades = {cid: need(cid, r.turn, horizon) for cid in r.ranked}
+        ndcg, mrr, recall = ranking_metrics_at(r.ranked, grades, NDCG_KS, MRR_KS, RECALL_KS)
+        rows.append(ndcg + mrr + recall)
+    if not rows:
+        return dict.fromkeys(keys, NAN)
+    return {k: float(np.mean([row[j] for row in rows])) for j, k in enumerate(keys)}
 
 
 def exclusion_metrics(stats: ReplayStats, oracle: NeedOracle, horizon: int) -> dict[str, float]:

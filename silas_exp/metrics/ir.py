@@ -30,3 +30,37 @@ def recall_at_k(ranked: Sequence[str], grades: Mapping[str, int], k: int, thresh
     if not relevant:
         return empty
     return len(relevant & set(ranked[:k])) / len(relevant)
+
+
+_DISCOUNTS: list[float] = []  # math.log2(r + 2), the rank discount, grown on demand
+
+
+def _discounts(k: int) -> list[float]:
+    while len(_DISCOUNTS) < k:
+        _DISCOUNTS.append(math.log2(len(_DISCOUNTS) + 2))
+    return _DISCOUNTS
+
+
+def ranking_metrics_at(ranked: Sequence[str], grades: Mapping[str, int], ndcg_ks: Sequence[int],
+                       mrr_ks: Sequence[int], recall_ks: Sequence[int], threshold: int = 2,
+                       ) -> tuple[list[float], list[float], list[float]]:
+    """nDCG, MRR and recall at several cut-offs of one ranking of distinct ids,
+    sharing the per-rank work: equal, to the last bit, to calling ``ndcg_at_k``,
+    ``mrr_at_k`` and ``recall_at_k`` once per cut-off (the same terms are summed
+    in the same order)."""
+    top = max([*ndcg_ks, *mrr_ks, *recall_ks, 0])
+    disc = _discounts(top)
+    ranked_grades = [grades.get(i, 0) for i in ranked[:top]]
+    gains = [(2**g - 1) / disc[r] for r, g in enumerate(ranked_grades)]
+    ideal = sorted(grades.values(), reverse=True)[:top]
+    ideal_gains = [(2**g - 1) / disc[r] for r, g in enumerate(ideal)]
+    ndcg = []
+    for k in ndcg_ks:
+        idcg = sum(ideal_gains[:k])
+        ndcg.append(sum(gains[:k]) / idcg if idcg > 0 else 0.0)
+    first = next((r for r, g in enumerate(ranked_grades) if g >= threshold), None)
+    mrr = [1.0 / (first + 1) if first is not None and first < k else 0.0 for k in mrr_ks]
+    relevant = sum(1 for g in grades.values() if g >= threshold)
+    recall = [sum(1 for g in ranked_grades[:k] if g >= threshold) / relevant if relevant else 0.0
+              for k in recall_ks]
+    return ndcg, mrr, recall

@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from silas_exp.context.window import LiveItem
+from silas_exp.context.window import LiveItem, one_line
 from silas_exp.errors import LLMError
 from silas_exp.feedback.calibration import age_bucket
 from silas_exp.llm.base import LLMRequest, Message
@@ -87,7 +87,7 @@ def item_line(it: LiveItem, turn: int) -> str:
                              ("inactive", not it.active)) if on]
     if it.relevance is not None:
         flags.append(f"rel={it.relevance:.2f}")
-    snippet = " ".join(it.snippet.split())[:80].replace("|", "/")
+    snippet = one_line(it.snippet).replace("|", "/")
     return ITEM_LINE.format(
         ctx_id=it.ctx_id, zone=it.zone.value, kind=it.kind, age=it.age(turn), tokens=it.tokens,
         status=it.status or "ok", flags=",".join(flags) or "-", snippet=snippet or "-",
@@ -148,16 +148,20 @@ def _build_prompt(settings: PromptScorerSettings, ctx: ScorerContext) -> PromptS
 # ---- simulated small model -------------------------------------------------
 
 _PRIOR = HeuristicWeights()
+_ZONE_PRIOR = _PRIOR.zone.model_dump()
+_KIND_PRIOR = _PRIOR.kind.model_dump()
+_LOG_1000 = math.log(1000.0)
+_REL_RE = re.compile(r"rel=([\d.]+)")
 
 
 def _prior_logit(m: re.Match[str]) -> float:
     zone, kind, flags = m["zone"], m["kind"], m["flags"]
-    z = 4 * (getattr(_PRIOR.zone, zone, 0.5) - 0.5) + 4 * (getattr(_PRIOR.kind, kind, 0.5) - 0.5)
+    z = 4 * (_ZONE_PRIOR.get(zone, 0.5) - 0.5) + 4 * (_KIND_PRIOR.get(kind, 0.5) - 0.5)
     z -= _PRIOR.age_decay * math.log1p(int(m["age"]))
-    z -= _PRIOR.size_penalty * math.log1p(int(m["tokens"])) / math.log(1000.0)
+    z -= _PRIOR.size_penalty * math.log1p(int(m["tokens"])) / _LOG_1000
     z += _PRIOR.error_boost * (m["status"] == "error")
     z -= _PRIOR.masked_penalty * ("masked" in flags) + _PRIOR.completed_penalty * ("completed" in flags)
-    rel = re.search(r"rel=([\d.]+)", flags)
+    rel = _REL_RE.search(flags) if "rel=" in flags else None
     return z + _PRIOR.retrieval_weight * ((float(rel.group(1)) if rel else 0.5) - 0.5)
 
 

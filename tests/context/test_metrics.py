@@ -46,3 +46,20 @@ def test_case_metrics_use_future_need_for_rankings_and_exclusions():
     assert m["feedback.exclusion_auc"] == 1.0 and m["feedback.exclusion_rate"] == 0.5
     assert m["context.harmful_eviction_rate"] == 0.5
     assert math.isnan(m["context.retrieval_relevance"])  # no needs observed
+
+
+def test_ranking_metrics_at_equals_the_single_cutoff_functions_to_the_bit():
+    import random
+
+    from silas_exp.metrics.ir import ranking_metrics_at
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(0, 40)
+        ranked = [f"c{i}" for i in rng.sample(range(60), n)]
+        grades = {cid: rng.choice([0, 0, 1, 2, 3]) for cid in ranked if rng.random() < 0.8}
+        grades |= {f"x{i}": rng.choice([0, 2, 3]) for i in range(rng.randint(0, 3))}  # never ranked
+        ndcg, mrr, recall = ranking_metrics_at(ranked, grades, (1, 5, 10, 20), (5, 10), (5, 10))
+        assert ndcg == [ndcg_at_k(ranked, grades, k) for k in (1, 5, 10, 20)]
+        assert mrr == [mrr_at_k(ranked, grades, k) for k in (5, 10)]
+        assert recall == [recall_at_k(ranked, grades, k) for k in (5, 10)]
