@@ -18,6 +18,7 @@ whose tracking failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -41,6 +42,7 @@ from silas_exp.tracking.jobs import JOB_FILE, log_job_folder, open_job_run
 from silas_exp.tracking.parent import close_parent
 
 TRACKED_FILE = ".tracked.json"
+UPLOADER_NICENESS = 10
 LOG_FILE = "tracking.log"
 
 
@@ -159,6 +161,12 @@ def main() -> None:
     parser.add_argument("sweep_dir", type=Path)
     parser.add_argument("--parent-pid", type=int, default=None)
     args = parser.parse_args()
+    if args.parent_pid is not None:
+        # beside a running sweep, the jobs come first: on a busy machine the upload
+        # lags and catches up, instead of slowing every job (the sweep waits for it
+        # only at its end)
+        with contextlib.suppress(OSError):
+            os.nice(UPLOADER_NICENESS)
     try:
         code = run(args.sweep_dir, args.parent_pid)
     except SilasExpError as exc:
