@@ -83,11 +83,16 @@ FLUSH_EVERY = 256  # queued proposals that trigger a write
 
 
 class FeedbackStore:
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    def __init__(self, path: str | Path = ":memory:", *, fresh: bool = False) -> None:
+        """``fresh``: start from an empty store, removing one a previous run of
+        the same job left at ``path`` (its proposal ids would collide)."""
         self.path = str(path)
         self._pending: list[tuple] = []
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            if fresh:
+                for leftover in (self.path, f"{self.path}-wal", f"{self.path}-shm"):
+                    Path(leftover).unlink(missing_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False)
         # WAL + synchronous=NORMAL: each proposal still commits on its own (a crashed
         # job keeps every resolved proposal) without an fsync per commit

@@ -365,7 +365,7 @@ def _fit_calibration(cfg: ExperimentConfig, spec: CalibrationSpec, runner: _Case
             "has no cases tagged 'calibration'. Add some (see suites/default) or pick scorer=heuristic."
         )
     base = spec.base
-    store = FeedbackStore(out_dir / "calibration_feedback.sqlite")
+    store = FeedbackStore(out_dir / "calibration_feedback.sqlite", fresh=True)
     cal_cfg = cfg.model_copy(update={"eviction": cfg.eviction.model_copy(
         update={"explore_rate": spec.explore_rate})}) if hasattr(cfg.eviction, "explore_rate") else cfg
     cal_runner = _CaseRunner(cal_cfg, runner.job, loaded, runner.llm, store)
@@ -386,7 +386,7 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
     loaded = loaded or load_suite(cfg.suite.path)
     started = datetime.now(UTC)
     cases = loaded.eval_cases[: cfg.suite.max_cases]
-    store = FeedbackStore(out_dir / "feedback.sqlite")
+    store = FeedbackStore(out_dir / "feedback.sqlite", fresh=True)
     with build_client(cfg.llm, seed=job.seed, cache_dir=cfg.llm.cache_dir,
                       ledger_path=spend_ledger or out_dir / "llm_spend.sqlite",
                       job_key=f"{job.variant}#r{job.repeat}") as llm:

@@ -56,6 +56,11 @@ def test_sweep_against_faulty_api_completes_and_counts_add_up(server, cli, tmp_p
     again = cli(*args, "llm.cache_mode=replay")
     assert again.returncode == 0, again.stderr[-3000:]
     assert server.message_requests == before
+    # in the same folders: each job starts a fresh feedback store (the first run's
+    # proposal ids would collide), so every case ends as it did the first time
+    rerun = job_results(tmp_path / "multirun")
+    assert [[(r["case_id"], r["status"], r["error"]) for r in j["run"]["results"]] for j in rerun] \
+        == [[(r["case_id"], r["status"], r["error"]) for r in j["run"]["results"]] for j in jobs]
 
 
 def test_dry_run_estimates_cost_and_tracks_nothing(cli, tmp_path):
