@@ -57,14 +57,18 @@ class LiveItem:
         tokens = item_tokens(item)
         if item.kind == "subscription":
             tokens = min(tokens, max_subscription_tokens)
-        return cls(
+        # the state __init__ would set, without its cost per field (a replay builds
+        # one LiveItem per session item); the item starts outside any window
+        live = object.__new__(cls)
+        live.__dict__.update(
             ctx_id=item.ctx_id, zone=item.zone, kind=item.kind, full_tokens=tokens,
-            tokens=tokens, born=item.turn, last_ref=item.turn, pinned=item.pinned,
+            _tokens=tokens, born=item.turn, last_ref=item.turn, pinned=item.pinned,
             group=item.group, tool_name=item.tool_name, status=item.status,
             relevance=item.relevance, completed_turn=item.completed_turn,
             refreshed_turns=tuple(item.refreshed_turns), snippet=item.text[:160],
-            facts=tuple(item.facts), text=item.text,
+            masked=False, active=True, facts=tuple(item.facts), text=item.text,
         )
+        return live
 
     def __getstate__(self) -> dict:
         """Copies and pickles start outside any window (their token changes are their own)."""
