@@ -94,8 +94,7 @@ class FeedbackStore:
                 for leftover in (self.path, f"{self.path}-wal", f"{self.path}-shm"):
                     Path(leftover).unlink(missing_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False)
-        # WAL + synchronous=NORMAL: each proposal still commits on its own (a crashed
-        # job keeps every resolved proposal) without an fsync per commit
+        # WAL + synchronous=NORMAL: a batch commits without an fsync
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)

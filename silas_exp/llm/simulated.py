@@ -36,20 +36,6 @@ def responder_for(task: str) -> Responder:
     return _RESPONDERS[task]
 
 
-_SCHEMA_TEXT: dict[int, tuple[object, str]] = {}
-
-
-def _schema_text(schema) -> str:
-    """``json.dumps(schema)``, once per schema object (schemas are module
-    constants; the object is kept so its id is never reused)."""
-    hit = _SCHEMA_TEXT.get(id(schema))
-    if hit is None or hit[0] is not schema:
-        if len(_SCHEMA_TEXT) >= 64:  # a caller that builds a new schema per request
-            _SCHEMA_TEXT.clear()
-        hit = _SCHEMA_TEXT[id(schema)] = (schema, json.dumps(schema))
-    return hit[1]
-
-
 def _tokens(text: str) -> int:
     return math.ceil(len(text) / 3.5)
 
@@ -69,7 +55,7 @@ class SimulatedBackend:
         text = json.dumps(data, sort_keys=True)
         prompt = (request.system or "") + "".join(m.content for m in request.messages)
         if request.output_schema is not None:  # a real call sends the schema as a tool
-            prompt += _schema_text(request.output_schema)
+            prompt += json.dumps(request.output_schema)
         usage = Usage(input_tokens=_tokens(prompt), output_tokens=_tokens(text))
         return LLMResponse(text=text, data=data, usage=usage, model=request.model,
                            backend=self.name, latency_ms=self.latency_ms)

@@ -54,8 +54,8 @@ def ranking_metrics(stats: ReplayStats, oracle: NeedOracle, horizon: int) -> dic
     keys = ([metric_key("ir", "ndcg", k) for k in NDCG_KS] + [metric_key("ir", "mrr", k) for k in MRR_KS]
             + [metric_key("ir", "recall", k) for k in RECALL_KS])
     rows: list[list[float]] = []
+    need = oracle.max_grade_within
     for r in stats.rankings:
-        need = oracle.max_grade_within
         grades = {cid: need(cid, r.turn, horizon) for cid in r.ranked}
         ndcg, mrr, recall = ranking_metrics_at(r.ranked, grades, NDCG_KS, MRR_KS, RECALL_KS)
         rows.append(ndcg + mrr + recall)

@@ -32,15 +32,6 @@ def recall_at_k(ranked: Sequence[str], grades: Mapping[str, int], k: int, thresh
     return len(relevant & set(ranked[:k])) / len(relevant)
 
 
-_DISCOUNTS: list[float] = []  # math.log2(r + 2), the rank discount, grown on demand
-
-
-def _discounts(k: int) -> list[float]:
-    while len(_DISCOUNTS) < k:
-        _DISCOUNTS.append(math.log2(len(_DISCOUNTS) + 2))
-    return _DISCOUNTS
-
-
 def ranking_metrics_at(ranked: Sequence[str], grades: Mapping[str, int], ndcg_ks: Sequence[int],
                        mrr_ks: Sequence[int], recall_ks: Sequence[int], threshold: int = 2,
                        ) -> tuple[list[float], list[float], list[float]]:
@@ -49,7 +40,7 @@ def ranking_metrics_at(ranked: Sequence[str], grades: Mapping[str, int], ndcg_ks
     ``mrr_at_k`` and ``recall_at_k`` once per cut-off (the same terms are summed
     in the same order)."""
     top = max([*ndcg_ks, *mrr_ks, *recall_ks, 0])
-    disc = _discounts(top)
+    disc = [math.log2(r + 2) for r in range(top)]  # the rank discount, as in ndcg_at_k
     ranked_grades = [grades.get(i, 0) for i in ranked[:top]]
     gains = [(2**g - 1) / disc[r] for r, g in enumerate(ranked_grades)]
     ideal = sorted(grades.values(), reverse=True)[:top]
