@@ -75,22 +75,32 @@ _CONSTANT_ROW, _CONSTANT_TABLE = _constant_rows()
 
 
 def feature_matrix(items: Sequence[LiveItem], turn: int) -> np.ndarray:
-    """One row per item in FEATURES order, built column by column: the constant
-    part from a look-up table, the rest from one pass over the items."""
+    """One row per item in FEATURES order (what a scorer sees of it at ``turn``)."""
     if not items:
         return np.zeros((0, len(FEATURES)))
-    rows, last_refs, tokens, statuses, masked, completed, relevance = zip(*[
-        (_CONSTANT_ROW[it.zone][it.kind], it.last_ref, it.tokens, it.status, it.masked,
-         it.completed_turn, it.relevance)
+    return feature_rows(*zip(*[
+        (it.zone, it.kind, max(0, turn - it.last_ref), it.tokens, it.status, it.masked,
+         it.completed_turn is not None and it.completed_turn <= turn, it.relevance)
         for it in items
-    ], strict=True)
-    x = _CONSTANT_TABLE[np.array(rows)]
-    x[:, _COLUMN["log_age"]] = [math.log1p(max(0, turn - r)) for r in last_refs]  # LiveItem.age
+    ], strict=True))
+
+
+def feature_rows(zones: Sequence[ContextZone], kinds: Sequence[str], ages: Sequence[int],
+                 tokens: Sequence[int], statuses: Sequence[str | None], masked: Sequence[bool],
+                 completed: Sequence[bool], relevance: Sequence[float | None]) -> np.ndarray:
+    """The feature rows of items described column by column (age in turns since
+    the last reference, tokens held, status, masked, completed by now, retrieval
+    relevance): the constant part from a look-up table, the rest column-wise.
+    The feedback store keeps these observations and rebuilds its rows here."""
+    if not zones:
+        return np.zeros((0, len(FEATURES)))
+    x = _CONSTANT_TABLE[np.array([_CONSTANT_ROW[z][k] for z, k in zip(zones, kinds, strict=True)])]
+    x[:, _COLUMN["log_age"]] = [math.log1p(a) for a in ages]
     x[:, _COLUMN["log_tokens"]] = [math.log1p(t) for t in tokens]
     x[:, _COLUMN["log_tokens"]] /= _LOG_1000
     x[:, _COLUMN["is_error"]] = [s == "error" for s in statuses]
     x[:, _COLUMN["masked"]] = masked
-    x[:, _COLUMN["completed"]] = [c is not None and c <= turn for c in completed]
+    x[:, _COLUMN["completed"]] = completed
     x[:, _COLUMN["retrieval_relevance"]] = [0.5 if r is None else r for r in relevance]
     x[:, _COLUMN["retrieval_relevance"]] -= 0.5
     return x

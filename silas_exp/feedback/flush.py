@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
 
-from silas_exp.context.features import feature_matrix
 from silas_exp.context.window import LiveItem, one_line
 from silas_exp.errors import LLMError
-from silas_exp.feedback.store import DiscardingStore, FeedbackStore
+from silas_exp.feedback.store import CandidateState, DiscardingStore, FeedbackStore
 from silas_exp.llm.base import LLMRequest, Message
 from silas_exp.llm.simulated import register_responder
 from silas_exp.schema.eviction import (
@@ -126,10 +125,15 @@ class KeepBackBroker:
         except LLMError:
             resolved_by = "auto"  # no usable answer in time: evict all candidates
         feedback = feedback_record(proposal, resolved_by, excluded)
-        cand_items: Sequence[LiveItem] = [items[c.ctx_id] for c in proposal.candidates]
-        self.store.record(proposal, feedback, [it.kind for it in cand_items],
-                          feature_matrix(cand_items, turn))
+        self.store.record(proposal, feedback, [candidate_state(items[c.ctx_id], turn)
+                                               for c in proposal.candidates])
         return FlushOutcome(feedback, frozenset(excluded), latency)
+
+
+def candidate_state(item: LiveItem, turn: int) -> CandidateState:
+    """What the feedback store keeps of a candidate besides its record."""
+    return CandidateState(item.kind, item.status, item.masked,
+                          item.completed_turn is not None and item.completed_turn <= turn, item.relevance)
 
 
 def feedback_record(proposal: ProposalRecord, resolved_by: str,

@@ -1,6 +1,8 @@
 """SQLite feedback store (Silas §19.3): one row per resolved proposal in
-``eviction_feedback`` plus one row per candidate with the features the scorer
-saw, so calibration can be fitted from it later.
+``eviction_feedback`` plus one row per candidate with what the harness saw of
+it (zone, kind, age, tokens, status, masked, completed, retrieval relevance),
+so calibration can be fitted from it later: ``dataset`` rebuilds the feature
+rows from those columns through the same function the scorers use.
 
 Resolved proposals are written in batches: ``record`` queues one, and the
 queue goes to the database in one transaction when it reaches
@@ -16,10 +18,13 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
+from silas_exp.context.features import feature_rows
 from silas_exp.schema.eviction import (
+    ContextZone,
     EvictionFeedback,
     EvictionProposal,
     FeedbackRecord,
@@ -46,7 +51,10 @@ CREATE TABLE IF NOT EXISTS eviction_candidates (
     relevance_score REAL NOT NULL,
     age_turns INTEGER NOT NULL,
     token_count INTEGER NOT NULL,
-    features TEXT NOT NULL,
+    status TEXT,
+    masked INTEGER NOT NULL,
+    completed INTEGER NOT NULL,
+    retrieval_relevance REAL,
     excluded INTEGER NOT NULL,
     PRIMARY KEY (proposal_id, ctx_id)
 );
@@ -68,15 +76,15 @@ class FeedbackDataset:
         return len(self.y)
 
 
-def json_rows(matrix: np.ndarray) -> list[str]:
-    """``[json.dumps(row.tolist()) for row in matrix]`` with one encoder call: the
-    rows of the encoded matrix are exactly the pieces between ``[[``, ``], [``
-    and ``]]`` (numbers never contain brackets)."""
-    if len(matrix) == 0:
-        return []
-    if matrix.shape[1] == 0:
-        return ["[]"] * len(matrix)
-    return [f"[{part}]" for part in json.dumps(matrix.tolist())[2:-2].split("], [")]
+class CandidateState(NamedTuple):
+    """What the harness saw of a candidate besides its ``CandidateRecord``:
+    with the record's age and tokens, everything its feature row is made of."""
+
+    kind: str
+    status: str | None
+    masked: bool
+    completed: bool  # completed by the proposal's turn
+    relevance: float | None  # retrieval relevance (memory items)
 
 
 FLUSH_EVERY = 256  # queued proposals that trigger a write
@@ -104,14 +112,14 @@ class FeedbackStore:
         self,
         proposal: ProposalRecord | EvictionProposal,
         feedback: FeedbackRecord | EvictionFeedback,
-        kinds: Sequence[str],
-        feature_rows: np.ndarray,
+        observed: Sequence[CandidateState],
     ) -> None:
-        """Queue one resolved proposal (written by the next ``flush``)."""
-        if len(kinds) != len(proposal.candidates) or len(feature_rows) != len(proposal.candidates):
+        """Queue one resolved proposal (written by the next ``flush``) with what
+        the harness saw of each candidate, in the proposal's order."""
+        if len(observed) != len(proposal.candidates):
             raise ValueError(f"proposal {proposal.proposal_id}: {len(proposal.candidates)} candidates, "
-                             f"{len(kinds)} kinds, {len(feature_rows)} feature rows")
-        self._pending.append((proposal, feedback, kinds, feature_rows))
+                             f"{len(observed)} candidate states")
+        self._pending.append((proposal, feedback, observed))
         if len(self._pending) >= FLUSH_EVERY:
             self.flush()
 
@@ -122,9 +130,7 @@ class FeedbackStore:
         pending, self._pending = self._pending, []
         proposals: list[tuple] = []
         candidates: list[tuple] = []
-        matrices = [rows for *_, rows in pending if len(rows)]
-        encoded = iter(json_rows(np.concatenate(matrices)) if matrices else [])
-        for proposal, feedback, kinds, _ in pending:
+        for proposal, feedback, observed in pending:
             excluded = {e.ctx_id for e in feedback.excluded}
             proposals.append((
                 proposal.proposal_id, proposal.scope_id, proposal.turn_number,
@@ -135,13 +141,14 @@ class FeedbackStore:
             ))
             pid = proposal.proposal_id
             candidates += [
-                (pid, rank, c.ctx_id, c.zone.value, kind, c.relevance_score, c.age_turns,
-                 c.token_count, next(encoded), int(c.ctx_id in excluded))
-                for rank, (c, kind) in enumerate(zip(proposal.candidates, kinds, strict=True))
+                (pid, rank, c.ctx_id, c.zone.value, o.kind, c.relevance_score, c.age_turns,
+                 c.token_count, o.status, int(o.masked), int(o.completed), o.relevance,
+                 int(c.ctx_id in excluded))
+                for rank, (c, o) in enumerate(zip(proposal.candidates, observed, strict=True))
             ]
         with self._db:  # one transaction per batch
             self._db.executemany("INSERT INTO eviction_feedback VALUES (?,?,?,?,?,?,?,?)", proposals)
-            self._db.executemany("INSERT INTO eviction_candidates VALUES (?,?,?,?,?,?,?,?,?,?)",
+            self._db.executemany("INSERT INTO eviction_candidates VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                  candidates)
 
     def count(self) -> int:
@@ -151,19 +158,23 @@ class FeedbackStore:
     def dataset(self) -> FeedbackDataset:
         self.flush()
         rows = self._db.execute(
-            "SELECT c.features, c.excluded, c.zone, c.age_turns, f.scope_id, c.relevance_score "
+            "SELECT c.zone, c.kind, c.age_turns, c.token_count, c.status, c.masked, c.completed, "
+            "c.retrieval_relevance, c.excluded, f.scope_id, c.relevance_score "
             "FROM eviction_candidates c JOIN eviction_feedback f USING (proposal_id)"
         ).fetchall()
         if not rows:
             empty = np.zeros(0)
             return FeedbackDataset(np.zeros((0, 0)), empty, empty, empty, empty, empty)
+        zones, kinds, ages, tokens, statuses, masked, completed, relevance, excluded, scopes, \
+            scores = zip(*rows, strict=True)
         return FeedbackDataset(
-            X=np.array([json.loads(r[0]) for r in rows]),
-            y=np.array([r[1] for r in rows], dtype=float),
-            zones=np.array([r[2] for r in rows]),
-            ages=np.array([r[3] for r in rows]),
-            scopes=np.array([r[4] for r in rows]),
-            scores=np.array([r[5] for r in rows]),
+            X=feature_rows([ContextZone(z) for z in zones], kinds, ages, tokens, statuses,
+                           [bool(m) for m in masked], [bool(c) for c in completed], relevance),
+            y=np.array(excluded, dtype=float),
+            zones=np.array(zones),
+            ages=np.array(ages),
+            scopes=np.array(scopes),
+            scores=np.array(scores),
         )
 
     def label_counts(self, column: str) -> dict[str | int, tuple[int, int]]:
@@ -204,7 +215,7 @@ class DiscardingStore:
     """A feedback store that keeps nothing: for replays whose feedback nobody
     reads (the control's reference flushes, recorded only for their proposals)."""
 
-    def record(self, proposal, feedback, kinds, feature_rows) -> None:
+    def record(self, proposal, feedback, observed) -> None:
         return None
 
     def flush(self) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from silas_exp.context.budget import PROFILES, TokenBudget, ZoneShares
+from silas_exp.context.features import feature_rows
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import fitted_shares, peak_usage
@@ -38,6 +39,7 @@ from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.metrics.context import case_metrics
+from silas_exp.schema.eviction import ContextZone
 from silas_exp.scorers import (
     ScorerContext,
     ScorerUnavailable,
@@ -101,13 +103,22 @@ def _item(it) -> list:
 
 
 def _store_rows(path: Path) -> dict:
+    """The store's rows, each candidate with its feature row as the JSON of the
+    row (the digests were pinned when the store kept that JSON itself; it now
+    keeps the observations and rebuilds the rows, which must be equal to the bit)."""
     db = sqlite3.connect(path)
     try:
         feedback = db.execute("SELECT proposal_id, scope_id, turn_number, scorer_model, resolved_by, "
                               "evicted, excluded FROM eviction_feedback ORDER BY rowid").fetchall()
-        candidates = db.execute("SELECT * FROM eviction_candidates ORDER BY rowid").fetchall()
+        rows = db.execute("SELECT proposal_id, rank, ctx_id, zone, kind, relevance_score, age_turns, "
+                          "token_count, status, masked, completed, retrieval_relevance, excluded "
+                          "FROM eviction_candidates ORDER BY rowid").fetchall()
     finally:
         db.close()
+    x = feature_rows([ContextZone(r[3]) for r in rows], [r[4] for r in rows], [r[6] for r in rows],
+                     [r[7] for r in rows], [r[8] for r in rows], [bool(r[9]) for r in rows],
+                     [bool(r[10]) for r in rows], [r[11] for r in rows])
+    candidates = [(*r[:8], json.dumps(f.tolist()), r[12]) for r, f in zip(rows, x, strict=True)]
     return {"feedback": feedback, "candidates": candidates}
 
 

@@ -1,21 +1,67 @@
-"""The feedback store writes each candidate's features as the JSON of its row."""
+"""The feedback store keeps what the harness saw of each candidate and rebuilds
+the feature rows the scorers saw from it, equal to the bit."""
 
 from __future__ import annotations
 
-import json
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 
-from silas_exp.feedback.store import json_rows
+from silas_exp.context.features import feature_matrix
+from silas_exp.context.window import LiveItem
+from silas_exp.eviction.two_tier import candidate_records
+from silas_exp.feedback.flush import candidate_state, feedback_record
+from silas_exp.feedback.store import FeedbackStore
+from silas_exp.schema.eviction import ContextZone, ProposalRecord
+
+KINDS = ("user_message", "agent_response", "tool_result", "memory", "plan", "subscription", "ack",
+         "note")  # "note": a kind without a feature of its own
 
 
-@pytest.mark.parametrize("shape", [(0, 17), (1, 17), (25, 17), (5, 1), (3, 0)])
-def test_json_rows_match_row_by_row_encoding(shape):
-    rng = np.random.default_rng(sum(shape))
-    m = rng.normal(size=shape) * 10.0 ** rng.integers(-12, 12, size=shape)
-    if m.size:
-        m.flat[0], m.flat[-1] = np.nan, -np.inf
-    if m.size > 2:
-        m.flat[1] = -0.0
-    assert json_rows(m) == [json.dumps(row.tolist()) for row in m]
+def _random_items(rng: np.random.Generator, n: int, turn: int) -> list[LiveItem]:
+    items = []
+    for i in range(n):
+        full = int(rng.integers(0, 5000))
+        it = LiveItem(
+            ctx_id=f"c{i:03d}", zone=list(ContextZone)[int(rng.integers(0, 4))],
+            kind=str(rng.choice(KINDS)), full_tokens=full, tokens=int(rng.integers(0, full + 1)),
+            born=0, last_ref=int(rng.integers(0, turn + 5)),  # a reference after turn: age 0
+            status=[None, "ok", "error"][int(rng.integers(0, 3))],
+            relevance=None if rng.random() < 0.5 else float(rng.random()),
+            completed_turn=None if rng.random() < 0.5 else int(rng.integers(0, 2 * turn)),
+            masked=bool(rng.random() < 0.3))
+        items.append(it)
+    return items
+
+
+@pytest.mark.parametrize("path", [":memory:", "file"])
+def test_dataset_rebuilds_the_feature_rows_the_scorers_saw(tmp_path, path):
+    rng = np.random.default_rng(7)
+    store = FeedbackStore(tmp_path / "f.sqlite" if path == "file" else ":memory:")
+    expected = []
+    for p in range(30):
+        turn = int(rng.integers(1, 400))
+        items = _random_items(rng, int(rng.integers(1, 12)), turn)
+        scores = {it.ctx_id: float(rng.random()) for it in items}
+        proposal = ProposalRecord(f"p{p}", "s", turn, datetime.now(UTC), "m",
+                                  candidate_records(items, scores, turn))
+        kept = {it.ctx_id: None for it in items if rng.random() < 0.3}
+        store.record(proposal, feedback_record(proposal, "llm", kept),
+                     [candidate_state(it, turn) for it in items])
+        expected.append(feature_matrix(items, turn))
+    want = np.concatenate(expected)
+    got = store.dataset().X
+    assert got.shape == want.shape
+    # the dataset's row order is the database's; compare the rows as sorted byte strings
+    assert sorted(r.tobytes() for r in got) == sorted(r.tobytes() for r in want)
+    store.close()
+
+
+def test_a_candidate_without_its_state_is_refused():
+    store = FeedbackStore()
+    items = _random_items(np.random.default_rng(1), 2, 10)
+    proposal = ProposalRecord("p", "s", 10, datetime.now(UTC), "m",
+                              candidate_records(items, {"c000": 0.1, "c001": 0.2}, 10))
+    with pytest.raises(ValueError, match="2 candidates, 1 candidate states"):
+        store.record(proposal, feedback_record(proposal, "auto", {}), [candidate_state(items[0], 10)])
