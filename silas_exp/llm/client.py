@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ class LLMClient:
                  job_key: str = "") -> None:
         self.backend, self.settings, self.accounting = backend, settings, accounting
         self.cache, self.ledger, self.job_key = cache, ledger, job_key
+        # every accounting ever charged (see charged_to): without a ledger, their sum is the spend
+        self._accountings = [accounting]
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._sem: asyncio.Semaphore | None = None
@@ -38,6 +41,21 @@ class LLMClient:
     @property
     def backend_name(self) -> str:
         return self.backend.name
+
+    @contextmanager
+    def charged_to(self, accounting: Accounting) -> Iterator[Accounting]:
+        """Count the calls made inside the block in ``accounting`` instead of the
+        client's own (the spend ledger, and so ``llm.max_usd``, still sees them).
+        For calls made only to measure (a job's calibration replays, the
+        control's reference replays), which a job makes or not depending on what
+        its process already holds. Not for concurrent use from other threads."""
+        if not any(a is accounting for a in self._accountings):
+            self._accountings.append(accounting)
+        saved, self.accounting = self.accounting, accounting
+        try:
+            yield accounting
+        finally:
+            self.accounting = saved
 
     def __repr__(self) -> str:
         return f"LLMClient(backend={self.backend.name!r})"
@@ -59,7 +77,8 @@ class LLMClient:
         cap = self.settings.max_usd
         if cap is None:
             return
-        spent = self.ledger.total() if self.ledger is not None else self.accounting.snapshot().cost_usd
+        spent = (self.ledger.total() if self.ledger is not None
+                 else sum(a.snapshot().cost_usd for a in self._accountings))
         if spent >= cap:
             raise BudgetExceeded(f"LLM budget reached: spent ${spent:.4f} of llm.max_usd=${cap:.4f}. "
                                  "Finished work is kept; raise llm.max_usd and re-run with resume=true.")

@@ -127,6 +127,14 @@ for name, meaning in (("calls", "model calls"), ("errors", "failed model calls")
        "usd" if name == "cost_usd" else ("tokens" if "tokens" in name else "count"), meaning)
 _m("llm.calls.*", "none", "count", "model calls of one task", per_case=False)
 _m("llm.errors.*", "lower", "count", "failed model calls by reason", per_case=False)
+for name, unit, meaning in (("calls", "count", "model calls"), ("retries", "count", "retries"),
+                            ("errors", "count", "failed model calls"),
+                            ("cost_usd", "usd", "spend in USD"),
+                            ("tokens", "tokens", "input and output tokens")):
+    _m(f"llm.overhead.{name}", "none", unit,
+       f"{meaning} made only to measure (calibration and the control's reference replays), by "
+       "whichever job of the process made them first; not part of the variant's llm.*",
+       per_case=False)
 
 # -- calibration ------------------------------------------------------------------
 _m("calibration.candidates", "none", "count", "feedback candidates the calibration fit used",

@@ -39,6 +39,7 @@ from silas_exp.feedback.calibration import (
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import DiscardingStore, FeedbackStore
 from silas_exp.llm import LLMClient, build_client
+from silas_exp.llm.accounting import Accounting
 from silas_exp.metrics.classification import roc_auc
 from silas_exp.metrics.context import case_metrics
 from silas_exp.metrics.plugins import case_metric_functions
@@ -106,6 +107,10 @@ class _CaseRunner:
     def __init__(self, cfg: ExperimentConfig, job: JobSpec, loaded: LoadedSuite, llm: LLMClient,
                  store: FeedbackStore | DiscardingStore) -> None:
         self.cfg, self.job, self.loaded, self.llm, self.store = cfg, job, loaded, llm, store
+        # model calls made only to measure (calibration replays, the control's reference
+        # replays): made or not depending on what the process already holds, so they are
+        # kept out of the job's own llm.* metrics and reported as llm.overhead.*
+        self.overhead = Accounting(dict(cfg.llm.prices))
         self.errors: list[str] = []
         self.probe_rows: list[dict] = []
         self.plugin_metrics = case_metric_functions(cfg.metrics.plugins)
@@ -175,7 +180,8 @@ class _CaseRunner:
             _REFERENCES.move_to_end(key)
             return _REFERENCES[key]
         runner = _CaseRunner(self.cfg, self.job, self.loaded, self.llm, DiscardingStore())
-        stats, _, _ = runner.replay_case(case, self._control_scorer(), None, record=True)
+        with self.llm.charged_to(self.overhead):  # a measurement, not this variant's own calls
+            stats, _, _ = runner.replay_case(case, self._control_scorer(), None, record=True)
         return _remember_reference(key, stats.flush_log or [])
 
     def probe_case(self, case: BenchmarkCase, calibration: Calibration | None) -> dict[str, float]:
@@ -393,7 +399,8 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
         if llm.backend_name != "simulated":
             llm.check_models([cfg.model.scorer_id, cfg.model.main_id, cfg.model.judge_id])
         runner = _CaseRunner(cfg, job, loaded, llm, store)
-        calibration = _calibrate(cfg, runner, loaded, out_dir)
+        with llm.charged_to(runner.overhead):
+            calibration = _calibrate(cfg, runner, loaded, out_dir)
         tally = CaseTally()
         with CaseLog(out_dir / CASES_FILE) as log:  # per-case results go to disk as they come
             for i, case in enumerate(cases):
@@ -404,6 +411,12 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
                 if progress:
                     progress(i + 1, len(cases), case.case_id)
         llm_metrics = llm.accounting.as_metrics()
+        overhead = runner.overhead.snapshot()
+        llm_metrics.update({"llm.overhead.calls": float(overhead.calls),
+                            "llm.overhead.retries": float(overhead.retries),
+                            "llm.overhead.errors": float(overhead.errors),
+                            "llm.overhead.cost_usd": overhead.cost_usd,
+                            "llm.overhead.tokens": float(overhead.input_tokens + overhead.output_tokens)})
     summary = tally.summary()
     metrics = tally.run_metrics(summary)
     metrics.update(llm_metrics)

@@ -34,7 +34,8 @@ def test_sweep_against_faulty_api_completes_and_counts_add_up(server, cli, tmp_p
     assert n_cases == {2}  # cases in = cases with a result (pass, fail or error)
     assert all(r["status"] in ("pass", "fail", "error") for j in jobs for r in j["run"]["results"])
     m = [j["metrics"] for j in jobs]
-    made = sum(x["llm.calls"] + x["llm.retries"] + x["llm.errors"] for x in m)
+    made = sum(x[f"llm.{part}{n}"] for x in m for part in ("", "overhead.")
+               for n in ("calls", "retries", "errors"))
     assert made == server.message_requests > 0
     assert sum(x["llm.retries"] for x in m) > 0  # the faults did happen and were retried
     assert sum(server.counts[f.kind] for f in FAULTS) > 0
