@@ -7,10 +7,8 @@ The Hydra entry point and the tracking layer wrap it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 import time
 import traceback
 import uuid
@@ -48,6 +46,7 @@ from silas_exp.probes.judge import build_judge
 from silas_exp.probes.pipeline import run_probe_case
 from silas_exp.probes.report import PROBE_TABLE, run_probe_metrics
 from silas_exp.records import CASES_FILE, CaseLog, case_results
+from silas_exp.run import disk_cache
 from silas_exp.run.tally import CaseTally
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkResult, BenchmarkRun
 from silas_exp.scorers import (
@@ -56,7 +55,7 @@ from silas_exp.scorers import (
     build_scorer,
     validate_scorer_settings,
 )
-from silas_exp.scorers.base import CalibrationSpec, calibration_spec
+from silas_exp.scorers.base import SCORERS, CalibrationSpec, calibration_spec
 from silas_exp.scorers.heuristic import HeuristicSettings
 
 MAX_EVICTED_LOGGED = 2000  # eviction order kept per case (for shadow diffs)
@@ -307,15 +306,16 @@ _CALIBRATIONS: dict[str, Calibration] = {}
 
 def _calibration_key(cfg: ExperimentConfig, loaded: LoadedSuite, job: JobSpec,
                      spec: CalibrationSpec) -> str:
-    """Everything the calibration result depends on; variants A and B of one
-    repeat share it, so a sweep computes it once per repeat and process."""
+    """Everything the calibration result depends on, the code and the suite's
+    files included; variants A and B of one repeat share it, so a sweep
+    computes it once per repeat and process (once at all, from the disk cache)."""
     parts = {
         "suite": [loaded.suite.suite_id, loaded.suite.version, str(loaded.root)],
         "base": spec.base.model_dump(), "explore": spec.explore_rate, "l2": spec.l2,
         "model": cfg.model.model_dump(), "eviction": cfg.eviction.model_dump(),
         "budget": cfg.budget.model_dump(), "seed": job.seed, "horizon": cfg.metrics.horizon,
     }
-    return json.dumps(parts, sort_keys=True, default=str)
+    return disk_cache.cache_key(parts, loaded.root)
 
 
 def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
@@ -327,23 +327,17 @@ def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
         return None
     key = _calibration_key(cfg, loaded, runner.job, spec)
     if key not in _CALIBRATIONS:
-        cached = _calibration_cache_path(cfg, key)
-        if cached.is_file():
+        # deterministic in its key: shared on disk by parallel workers and later runs,
+        # unless a plug-in strategy or scorer (code outside the key's digest) is involved
+        shared = disk_cache.shareable(STRATEGIES.kind_of(cfg.eviction), SCORERS.kind_of(cfg.scorer))
+        cached = disk_cache.entry_path(cfg.paths.cache, "calibration", key, ".json")
+        if shared and cached.is_file():
             _CALIBRATIONS[key] = _calibration_from_json(json.loads(cached.read_text()))
         else:
             _CALIBRATIONS[key] = _fit_calibration(cfg, spec, runner, loaded, out_dir)
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(calibration_to_json(_CALIBRATIONS[key])))
-            tmp.replace(cached)  # atomic: parallel workers may race to write the same file
+            if shared:
+                disk_cache.write_bytes(cached, json.dumps(calibration_to_json(_CALIBRATIONS[key])).encode())
     return _CALIBRATIONS[key]
-
-
-def _calibration_cache_path(cfg: ExperimentConfig, key: str) -> Path:
-    """Calibrations are deterministic in their key, so they are cached on disk and
-    shared by every worker process and by later runs."""
-    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
-    return Path(cfg.paths.cache) / "calibration" / f"{digest}.json"
 
 
 def calibration_to_json(cal: Calibration) -> dict:

@@ -19,7 +19,8 @@ from silas_exp.data.suites.loader import LoadedSuite, load_suite
 _LOADED: dict[str, tuple[tuple, LoadedSuite]] = {}
 
 
-def _signature(root: Path) -> tuple:
+def signature(root: Path) -> tuple:
+    """Every file under ``root``: (folder, name, size, modification time in ns)."""
     entries = []
     for folder, dirs, files in os.walk(root):
         dirs.sort()
@@ -35,7 +36,7 @@ def _signature(root: Path) -> tuple:
 def load_suite_cached(path: str | Path) -> LoadedSuite:
     """``load_suite(path)``, reused while the suite's files are unchanged."""
     where = Path(path).resolve()
-    key, sig = f"{where}|{path}", _signature(where if where.is_dir() else where.parent)
+    key, sig = f"{where}|{path}", signature(where if where.is_dir() else where.parent)
     hit = _LOADED.get(key)
     if hit is not None and hit[0] == sig:
         return hit[1]

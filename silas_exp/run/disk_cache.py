@@ -1,0 +1,61 @@
+"""Results a job computes only to measure (the offline calibration), kept on
+disk under ``paths.cache`` and shared by every process of a sweep (the workers
+of a parallel launcher) and by later runs.
+
+Each is deterministic in its key. The key also holds what its computation
+depends on beyond the config: a digest of silas_exp's own source and the
+suite's file signature (every file's size and modification time), so an
+edited suite or another version of the code never reads a stale entry. Code
+outside silas_exp (a plug-in strategy or control scorer) is not in the
+digest: a key that involves a plug-in kind is kept in the process only.
+
+Entries are written to a temporary file and renamed into place, so a reader
+sees a whole entry or none (parallel workers may race to write the same one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import silas_exp
+from silas_exp.data.suites.memo import signature
+from silas_exp.plugins import BUILT_IN, Kind
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha256 over silas_exp's Python sources (paths and bytes)."""
+    root = Path(silas_exp.__file__).parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def shareable(*kinds: Kind) -> bool:
+    """Whether a result computed with these kinds may go to disk (built-in code only)."""
+    return all(kind.source == BUILT_IN for kind in kinds)
+
+
+def cache_key(parts: dict[str, Any], suite_root: Path) -> str:
+    """A key for ``parts`` (JSON-able) plus the code digest and the suite's file signature."""
+    sig = signature(suite_root if suite_root.is_dir() else suite_root.parent)
+    return json.dumps({**parts, "code": code_digest(), "suite_files": sig}, sort_keys=True, default=str)
+
+
+def entry_path(cache_root: str | Path, kind: str, key: str, suffix: str) -> Path:
+    return Path(cache_root) / kind / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}{suffix}"
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write atomically (temporary file, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
