@@ -39,11 +39,23 @@ def skipped(label: str, run_id: str) -> None:
     print(f"{label}: already finished as run {run_id}; skipped", flush=True)
 
 
-def dry_run(label: str, cfg: ExperimentConfig, metrics: dict[str, float]) -> None:
+def spend(metrics: dict[str, float]) -> tuple[float, float, float]:
+    """(calls, tokens, USD) a job's model calls came to: its own and those it
+    made only to measure (``llm.overhead.*``), which a real run pays for too."""
     m = metrics
-    print(f"{label}: dry run: {m.get('llm.calls', 0):.0f} model calls, "
-          f"{m.get('llm.input_tokens', 0):.0f} input + {m.get('llm.output_tokens', 0):.0f} output "
-          f"tokens, estimated ${m.get('llm.cost_usd', 0):.4f} with {cfg.model.name} "
+    return (m.get("llm.calls", 0.0) + m.get("llm.overhead.calls", 0.0),
+            m.get("llm.input_tokens", 0.0) + m.get("llm.output_tokens", 0.0)
+            + m.get("llm.overhead.tokens", 0.0),
+            m.get("llm.cost_usd", 0.0) + m.get("llm.overhead.cost_usd", 0.0))
+
+
+def dry_run(label: str, cfg: ExperimentConfig, metrics: dict[str, float]) -> None:
+    calls, tokens, usd = spend(metrics)
+    measuring = metrics.get("llm.overhead.calls", 0.0)
+    print(f"{label}: dry run: {calls:.0f} model calls"
+          + (f" ({measuring:.0f} to measure: calibration, the control's reference replays)"
+             if measuring else "")
+          + f", {tokens:.0f} tokens, estimated ${usd:.4f} with {cfg.model.name} "
           "(simulated answers; nothing tracked)", flush=True)
 
 

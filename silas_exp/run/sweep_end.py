@@ -18,6 +18,7 @@ from silas_exp.analysis.summary import JobRecord, failures, read_job_records, va
 from silas_exp.config import ExperimentConfig
 from silas_exp.errors import SilasExpError
 from silas_exp.records import MANIFEST_FILE, SweepEnd, read_manifest, write_sweep_end
+from silas_exp.run.console import spend
 
 if TYPE_CHECKING:  # the analysis imports scipy and matplotlib: only when a sweep has two variants
     from silas_exp.analysis.parent import ParentReport
@@ -101,10 +102,8 @@ def summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records: Sequence[J
 
 
 def dry_run_total(records: Sequence[JobRecord], model_name: str) -> str:
-    calls = sum(r.metrics.get("llm.calls", 0.0) for r in records)
-    tokens = sum(r.metrics.get("llm.input_tokens", 0.0) + r.metrics.get("llm.output_tokens", 0.0)
-                 for r in records)
-    usd = sum(r.metrics.get("llm.cost_usd", 0.0) for r in records)
+    spent = [spend(r.metrics) for r in records]
+    calls, tokens, usd = (sum(s[i] for s in spent) for i in range(3))
     return (f"\nDry run ({len(records)} jobs, model={model_name}): {calls:.0f} model calls, "
             f"{tokens:.0f} tokens, estimated ${usd:.2f}. Estimated from simulated answers: real "
             "answer lengths differ; cached answers would cost nothing.")
