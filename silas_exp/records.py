@@ -100,7 +100,7 @@ def job_result(variant: str, repeat: int, error: str | None, metrics: dict[str, 
                      results_file=CASES_FILE if run is not None else None)
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> Path:
+def write_json_atomic(path: Path, data: dict[str, Any]) -> Path:
     """Atomically: a reader (the background uploader, a job) never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two writers never share one
@@ -181,7 +181,7 @@ def write_job_result(folder: Path, result: JobResult) -> Path:
     data = result._dump()
     if result.results_file and data["run"] is not None:
         data["run"].pop("results")  # they are in results_file
-    return _write_json(folder / RESULT_FILE, data)
+    return write_json_atomic(folder / RESULT_FILE, data)
 
 
 def sweep_job_results(sweep_dir: Path) -> list[tuple[Path, JobResult]]:
@@ -273,7 +273,7 @@ def read_manifest(folder: Path) -> SweepManifest | None:
 
 
 def write_manifest(folder: Path, manifest: SweepManifest) -> Path:
-    return _write_json(folder / MANIFEST_FILE, manifest._dump())
+    return write_json_atomic(folder / MANIFEST_FILE, manifest._dump())
 
 
 class SweepEnd(_Record):
@@ -303,7 +303,7 @@ def read_sweep_end(folder: Path) -> SweepEnd | None:
 
 
 def write_sweep_end(folder: Path, end: SweepEnd) -> Path:
-    return _write_json(folder / SWEEP_END_FILE, end._dump())
+    return write_json_atomic(folder / SWEEP_END_FILE, end._dump())
 
 
 def remove_sweep_end(folder: Path) -> None:

@@ -9,15 +9,14 @@ edited suite or another version of the code never reads a stale entry. Code
 outside silas_exp (a plug-in strategy or control scorer) is not in the
 digest: a key that involves a plug-in kind is kept in the process only.
 
-Entries are written to a temporary file and renamed into place, so a reader
-sees a whole entry or none (parallel workers may race to write the same one).
+Write entries with ``records.write_json_atomic``: a reader sees a whole entry
+or none (parallel workers may race to write the same one).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -51,11 +50,3 @@ def cache_key(parts: dict[str, Any], suite_root: Path) -> str:
 
 def entry_path(cache_root: str | Path, kind: str, key: str, suffix: str) -> Path:
     return Path(cache_root) / kind / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}{suffix}"
-
-
-def write_bytes(path: Path, data: bytes) -> None:
-    """Write atomically (temporary file, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)

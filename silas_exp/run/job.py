@@ -45,7 +45,7 @@ from silas_exp.metrics.registry import undeclared
 from silas_exp.probes.judge import build_judge
 from silas_exp.probes.pipeline import run_probe_case
 from silas_exp.probes.report import PROBE_TABLE, run_probe_metrics
-from silas_exp.records import CASES_FILE, CaseLog, case_results
+from silas_exp.records import CASES_FILE, CaseLog, case_results, write_json_atomic
 from silas_exp.run import disk_cache
 from silas_exp.run.tally import CaseTally
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkResult, BenchmarkRun
@@ -336,7 +336,7 @@ def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
         else:
             _CALIBRATIONS[key] = _fit_calibration(cfg, spec, runner, loaded, out_dir)
             if shared:
-                disk_cache.write_bytes(cached, json.dumps(calibration_to_json(_CALIBRATIONS[key])).encode())
+                write_json_atomic(cached, calibration_to_json(_CALIBRATIONS[key]))
     return _CALIBRATIONS[key]
 
 
