@@ -132,8 +132,7 @@ class KeepBackBroker:
 
 def candidate_state(item: LiveItem, turn: int) -> CandidateState:
     """What the feedback store keeps of a candidate besides its record."""
-    return CandidateState(item.kind, item.status, item.masked,
-                          item.completed_turn is not None and item.completed_turn <= turn, item.relevance)
+    return CandidateState(item.kind, item.status, item.masked, item.completed(turn), item.relevance)
 
 
 def feedback_record(proposal: ProposalRecord, resolved_by: str,
