@@ -21,7 +21,7 @@ from silas_exp.records import (
     read_manifest,
     write_job_result,
 )
-from silas_exp.run import console
+from silas_exp.run import console, gc_policy
 from silas_exp.run.job import JobOutcome, JobSpec, calibration_to_json, make_job, run_job
 from silas_exp.tracking.tracker import Tracker, make_tracker
 from silas_exp.variants import variant_name
@@ -74,6 +74,7 @@ def run_tracked(cfg: ExperimentConfig, job: JobSpec, tracker: Tracker,
 def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], multirun: bool,
             job_num: int) -> float:
     """Run one job; return the metric a Hydra sweeper optimises (``metrics.optimize``)."""
+    gc_policy.tune_for_jobs()
     manifest = read_manifest(out_dir.parent) if multirun else None
     job = job_spec(cfg, task_overrides, manifest)
     label = console.job_label(job, multirun, job_num)
