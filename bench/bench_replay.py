@@ -2,7 +2,8 @@
 with <= 500 live items.
 
     python bench/bench_replay.py [--scorer heuristic] [--sessions 8] [--turns 200]
-                                 [--repeats 3] [--store :memory:] [--quick]
+                                 [--repeats 3] [--store :memory:] [--gc job] [--breakdown]
+                                 [--quick]
 
 Target: >= 20,000 turns per CPU-second. Measures the context manager, Tier 1,
 Tier 2 with the control scorer and the simulated main model's keep-backs
@@ -13,12 +14,17 @@ loading and session generation. Sessions are generated at 3x over budget
 CPU time (``time.process_time``) is the headline because the machine may be
 shared: ``turns_per_s`` is turns per CPU-second, ``turns_per_wall_s`` the same
 over wall time. Each figure is the best of ``--repeats`` passes over the
-sessions. Writes bench/results/replay.json.
+sessions, under a job's garbage-collector thresholds
+(``silas_exp.run.gc_policy``; ``--gc default`` for CPython's). ``--breakdown`` adds one pass with CPU timers around Tier 1, Tier 2,
+the scorer, the keep-backs, the store's writes and the garbage collector, and
+reports each in microseconds per turn (the timers cost ~1 us a call; the
+headline passes run without them). Writes bench/results/replay.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import tempfile
 import time
 from pathlib import Path
@@ -34,16 +40,56 @@ from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
+from silas_exp.run import gc_policy
 from silas_exp.scorers import ScorerContext, build_scorer, validate_scorer_settings
 
 REPO = Path(__file__).resolve().parents[1]
 HORIZON = 20  # the oracle scorer's look-ahead (metrics.horizon)
 
 
-def one_pass(sessions, settings, store_path: str) -> tuple[int, float, float]:
+class Timers:
+    """CPU seconds per part of a replay, a part's time net of the parts timed
+    inside it; the garbage collector's runs are a part of their own."""
+
+    PARTS = ("tier 1", "tier 2 (own work)", "tier 2: scorer", "tier 2: keep-backs",
+             "store writes", "garbage collection")
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = dict.fromkeys(self.PARTS, 0.0)
+        self._stack: list[str] = []
+        self._gc_start = 0.0
+
+    def _spent(self, name: str, seconds: float) -> None:
+        self.cpu[name] += seconds
+        if self._stack:  # the enclosing part's own time leaves this one out
+            self.cpu[self._stack[-1]] -= seconds
+
+    def wrap(self, name: str, fn):
+        def timed(*args, **kwargs):
+            self._stack.append(name)
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent = time.process_time() - start
+                self._stack.pop()
+                self._spent(name, spent)
+        return timed
+
+    def on_gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_start = time.process_time()
+        else:
+            self._spent("garbage collection", time.process_time() - self._gc_start)
+
+
+def one_pass(sessions, settings, store_path: str,
+             timers: Timers | None = None) -> tuple[int, float, float]:
     """Replay every session once; (turns, CPU seconds, wall seconds)."""
     llm = build_client(LLMSettings(cache_mode="off"), seed=1, cache_dir=None)
     store = FeedbackStore(store_path)
+    if timers:
+        store.flush = timers.wrap("store writes", store.flush)
     turns = 0
     c0, t0 = time.process_time(), time.perf_counter()
     for s, truth, budget in sessions:
@@ -56,6 +102,11 @@ def one_pass(sessions, settings, store_path: str) -> tuple[int, float, float]:
                                 s.session_id, 1, oracle.max_grade_within)
         strategy = TwoTierEviction(TwoTierSettings(), budget, PROFILES[s.profile], scorer, broker,
                                    stats, s.scope_id)
+        if timers:
+            strategy.tier1 = timers.wrap("tier 1", strategy.tier1)
+            strategy.tier2 = timers.wrap("tier 2 (own work)", strategy.tier2)
+            scorer.score = timers.wrap("tier 2: scorer", scorer.score)
+            broker.resolve = timers.wrap("tier 2: keep-backs", broker.resolve)
         replay(s, truth, strategy.step, budget, stats)
         turns += s.turns
     store.close()
@@ -73,10 +124,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="passes; the best one is reported")
     parser.add_argument("--store", default=":memory:",
                         help="feedback store: :memory: or 'file' (a fresh SQLite file per pass)")
+    parser.add_argument("--gc", choices=("job", "default"), default="job",
+                        help="garbage-collector thresholds: a job's (silas_exp.run.gc_policy) "
+                             "or CPython's default")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="one more pass with timers: CPU per part of a turn")
     parser.add_argument("--quick", action="store_true", help="2 sessions of 40 turns, one pass (CI smoke)")
     ns = parser.parse_args()
     if ns.quick:
         ns.sessions, ns.turns, ns.repeats = 2, 40, 1
+    if ns.gc == "job":
+        gc_policy.tune_for_jobs()
     sessions = []
     for i in range(ns.sessions):
         flavour = ("coding", "debugging", "research", "support")[i % 4]
@@ -94,7 +152,8 @@ def main() -> None:
     cpu = min(p[1] for p in passes)
     wall = min(p[2] for p in passes)
     rate, wall_rate = turns / cpu, turns / wall
-    result = {"scorer": ns.scorer, "sessions": ns.sessions, "turns": turns, "store": ns.store,
+    result = {"scorer": ns.scorer, "gc": ns.gc, "gc_thresholds": gc.get_threshold(),
+              "sessions": ns.sessions, "turns": turns, "store": ns.store,
               "items_per_session": items, "repeats": len(passes), "seconds": cpu,
               "wall_seconds": wall, "turns_per_s": rate, "turns_per_wall_s": wall_rate,
               "cpu_seconds_per_pass": [p[1] for p in passes],
@@ -102,6 +161,20 @@ def main() -> None:
     print(f"{turns} turns over {ns.sessions} sessions ({min(items)}-{max(items)} items), best of "
           f"{len(passes)}: {cpu:.3f} CPU-s = {rate:,.0f} turns per CPU-second (target >= 20,000); "
           f"wall {wall:.3f} s = {wall_rate:,.0f} turns/s")
+    if ns.breakdown:
+        timers = Timers()
+        gc.callbacks.append(timers.on_gc)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = ":memory:" if ns.store == ":memory:" else str(Path(tmp) / "feedback.sqlite")
+            _, timed_cpu, _ = one_pass(sessions, settings, path, timers)
+        gc.callbacks.remove(timers.on_gc)
+        parts = {name: 1e6 * cpu / turns for name, cpu in timers.cpu.items()}
+        parts["rest (new items, needs, bookkeeping)"] = 1e6 * (timed_cpu - sum(timers.cpu.values())) / turns
+        result["us_per_turn_by_part"] = parts
+        print(f"CPU per turn by part (one timed pass, {1e6 * timed_cpu / turns:.1f} us a turn; "
+              f"20,000 turns/s allows 50 us):")
+        for name, us in parts.items():
+            print(f"  {name:40s} {us:7.1f} us")
     save("replay", result)
 
 

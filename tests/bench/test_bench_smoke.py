@@ -38,3 +38,18 @@ def test_bench_quick_run(tmp_path, script, name, keys):
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / f"{name}.json").read_text())
     assert keys <= set(result) and _finite(result)
+
+
+def test_replay_breakdown_accounts_for_every_part(tmp_path):
+    """--breakdown splits a timed pass into parts that add up to it, none negative
+    (each part is net of the parts timed inside it)."""
+    env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path)}
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "bench_replay.py"), "--quick",
+                           "--breakdown"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    parts = json.loads((tmp_path / "replay.json").read_text())["us_per_turn_by_part"]
+    assert {"tier 1", "tier 2 (own work)", "tier 2: scorer", "tier 2: keep-backs",
+            "store writes", "garbage collection"} <= set(parts)
+    assert all(us > -1.0 for us in parts.values()), parts
+    assert parts["tier 1"] > 0 and parts["tier 2: keep-backs"] > 0
