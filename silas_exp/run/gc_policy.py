@@ -8,7 +8,7 @@ hundredth run walks older generations, up to every object the process holds
 (Hydra, numpy, scipy, the loaded suite). In the README sweep that was ~2,000
 collections and about a tenth of the sweep's CPU, spent finding almost nothing.
 
-A first threshold of 10,000 runs it ~14 times less often; cycles are still
+A first threshold of 10,000 runs it ~20 times less often; cycles are still
 collected, a little later. Nothing else changes: collection timing touches no
 result (the replay golden digests and the README sweep's outputs are the same
 either way). ``docs/operations.md`` ("Where a sweep's time goes") has the
