@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -30,7 +31,10 @@ class LiveItem:
     ``tokens`` is a property (see below): setting it keeps the totals of the
     window holding the item exact."""
 
-    _window = None  # the Window holding the item (not a field: copies start outside any window)
+    # a weak reference to the Window holding the item (not a field: copies start
+    # outside any window); weak, so a window and its items form no reference
+    # cycle and are freed as soon as the replay lets go of them
+    _window = None
 
     ctx_id: str
     zone: ContextZone
@@ -120,8 +124,9 @@ def _get_tokens(item: LiveItem) -> int:
 
 
 def _set_tokens(item: LiveItem, value: int) -> None:
-    if item._window is not None:
-        item._window._resized(item, value - item._tokens)
+    held_by = item._window
+    if held_by is not None and (window := held_by()) is not None:
+        window._resized(item, value - item._tokens)
     item._tokens = value
 
 
@@ -167,6 +172,7 @@ class Window:
         self._zone_tokens: dict[ContextZone, int] = defaultdict(int)
         self._total = 0
         self.evicted: dict[str, LiveItem] = {}
+        self._ref = weakref.ref(self)  # what its items hold (see LiveItem._window)
 
     def __contains__(self, ctx_id: str) -> bool:
         return ctx_id in self._items
@@ -199,7 +205,7 @@ class Window:
             old._window = None
             self._by_kind.rebuild(self._items.values())
             self._by_zone.rebuild(self._items.values())
-        item._window = self
+        item._window = self._ref
         self._resized(item, item.tokens)
 
     def evict(self, ctx_id: str) -> LiveItem:
