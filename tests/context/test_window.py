@@ -1,4 +1,5 @@
-"""LiveItem construction shortcuts give the state the dataclass would."""
+"""LiveItem construction shortcuts give the state the dataclass would; a window
+and its items free without the cycle collector."""
 
 from __future__ import annotations
 
@@ -35,3 +36,30 @@ def test_snapshot_is_a_copy_outside_the_window():
     assert _state(copy) == _state(dataclasses.replace(item)) and copy._window is None
     copy.tokens = 1
     assert w.usage() == item.tokens == 20
+
+
+def test_a_window_and_its_items_are_freed_without_the_cycle_collector():
+    """Items refer to their window weakly: once nothing else holds the window,
+    reference counting frees it (a replay leaves no cyclic garbage per case),
+    while the items still keep its token totals exact as long as it lives."""
+    import gc
+    import weakref
+
+    w = Window()
+    items = [LiveItem.from_session(SessionItem(ctx_id=f"i{k}", zone="chronicle", kind="tool_result",
+                                               turn=0, text="y" * 70), 100) for k in range(5)]
+    for it in items:
+        w.add(it)
+    items[0].mask()
+    assert w.usage() == sum(it.tokens for it in items)
+    w.evict("i1")
+    assert w.usage() == sum(it.tokens for it in items if it.ctx_id != "i1")
+    gone = weakref.ref(w)
+    gc.disable()
+    try:
+        del w
+        assert gone() is None
+    finally:
+        gc.enable()
+    items[2].tokens = 3  # an item outside any living window: nothing to tell
+    assert items[2].tokens == 3
