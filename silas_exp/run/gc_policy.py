@@ -1,12 +1,13 @@
 """How often a job process runs Python's cyclic garbage collector.
 
 A replay allocates containers by the million (tuples, records, small lists and
-dicts) that die young and almost never form reference cycles; reference
-counting frees them. CPython's default thresholds (700, 10, 10) run the
-collector after every 700 net container allocations, and every tenth and
-hundredth run walks older generations, up to every object the process holds
-(Hydra, numpy, scipy, the loaded suite). In the README sweep that was ~2,000
-collections and about a tenth of the sweep's CPU, spent finding almost nothing.
+dicts) that die young and form no reference cycles (a live item refers to its
+window only weakly); reference counting frees them. CPython's default
+thresholds (700, 10, 10) run the collector after every 700 net container
+allocations, and every tenth and hundredth run walks older generations, up to
+every object the process holds (Hydra, numpy, scipy, the loaded suite). In the
+README sweep that was ~2,000 collections and about a tenth of the sweep's CPU,
+spent mostly walking objects that were still alive.
 
 A first threshold of 10,000 runs it ~20 times less often; cycles are still
 collected, a little later. Nothing else changes: collection timing touches no
