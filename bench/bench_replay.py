@@ -15,8 +15,10 @@ CPU time (``time.process_time``) is the headline because the machine may be
 shared: ``turns_per_s`` is turns per CPU-second, ``turns_per_wall_s`` the same
 over wall time. Each figure is the best of ``--repeats`` passes over the
 sessions, under a job's garbage-collector thresholds
-(``silas_exp.run.gc_policy``; ``--gc default`` for CPython's). ``--breakdown`` adds one pass with CPU timers around Tier 1, Tier 2,
-the scorer, the keep-backs, the store's writes and the garbage collector, and
+(``silas_exp.run.gc_policy``; ``--gc default`` for CPython's).
+
+``--breakdown`` adds one pass with CPU timers around Tier 1, Tier 2, the
+scorer, the keep-backs, the store's writes and the garbage collector, and
 reports each in microseconds per turn (the timers cost ~1 us a call; the
 headline passes run without them). Writes bench/results/replay.json.
 """
