@@ -172,7 +172,6 @@ class Window:
         self._zone_tokens: dict[ContextZone, int] = defaultdict(int)
         self._total = 0
         self.evicted: dict[str, LiveItem] = {}
-        self._ref = weakref.ref(self)  # what its items hold (see LiveItem._window)
 
     def __contains__(self, ctx_id: str) -> bool:
         return ctx_id in self._items
@@ -205,7 +204,7 @@ class Window:
             old._window = None
             self._by_kind.rebuild(self._items.values())
             self._by_zone.rebuild(self._items.values())
-        item._window = self._ref
+        item._window = weakref.ref(self)  # one ref object per window, reused by CPython
         self._resized(item, item.tokens)
 
     def evict(self, ctx_id: str) -> LiveItem:
