@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import weakref
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from operator import attrgetter
 
 from silas_exp.context.budget import count_tokens, item_tokens
 from silas_exp.schema.eviction import ContextZone
@@ -136,29 +135,6 @@ def _set_tokens(item: LiveItem, value: int) -> None:
 LiveItem.tokens = property(_get_tokens, _set_tokens)  # type: ignore[assignment]
 
 
-class _Groups:
-    """Live items grouped by one attribute (kind, zone), each group in window order."""
-
-    def __init__(self, attribute: str) -> None:
-        self._key = attrgetter(attribute)
-        self._groups: dict[object, dict[str, LiveItem]] = defaultdict(dict)
-
-    def add(self, item: LiveItem) -> None:
-        self._groups[self._key(item)][item.ctx_id] = item
-
-    def remove(self, item: LiveItem) -> None:
-        del self._groups[self._key(item)][item.ctx_id]
-
-    def rebuild(self, items: Iterable[LiveItem]) -> None:
-        self._groups.clear()
-        for it in items:
-            self.add(it)
-
-    def members(self, value: object) -> list[LiveItem]:
-        group = self._groups.get(value)
-        return list(group.values()) if group else []
-
-
 class Window:
     """Ordered map of live items plus the store of evicted ones (they go to memory).
 
@@ -168,7 +144,9 @@ class Window:
 
     def __init__(self) -> None:
         self._items: dict[str, LiveItem] = {}
-        self._by_kind, self._by_zone = _Groups("kind"), _Groups("zone")
+        # the items grouped by kind and by zone, each group in window order
+        self._by_kind: dict[str, dict[str, LiveItem]] = defaultdict(dict)
+        self._by_zone: dict[ContextZone, dict[str, LiveItem]] = defaultdict(dict)
         self._zone_tokens: dict[ContextZone, int] = defaultdict(int)
         self._total = 0
         self.evicted: dict[str, LiveItem] = {}
@@ -187,31 +165,44 @@ class Window:
 
     def of_kind(self, kind: str) -> list[LiveItem]:
         """The items of one kind, in window order."""
-        return self._by_kind.members(kind)
+        group = self._by_kind.get(kind)
+        return list(group.values()) if group else []
 
     def _resized(self, item: LiveItem, delta: int) -> None:
         self._total += delta
         self._zone_tokens[item.zone] += delta
 
     def add(self, item: LiveItem) -> None:
-        old = self._items.get(item.ctx_id)
-        self._items[item.ctx_id] = item
+        # the group and token bookkeeping written out: a replay adds and evicts
+        # items by the thousand
+        ctx_id, zone = item.ctx_id, item.zone
+        old = self._items.get(ctx_id)
+        self._items[ctx_id] = item
         if old is None:
-            self._by_kind.add(item)
-            self._by_zone.add(item)
+            self._by_kind[item.kind][ctx_id] = item
+            self._by_zone[zone][ctx_id] = item
         else:  # same ctx_id again: the new item takes the old one's place
-            self._resized(old, -old.tokens)
+            self._resized(old, -old._tokens)
             old._window = None
-            self._by_kind.rebuild(self._items.values())
-            self._by_zone.rebuild(self._items.values())
+            self._regroup()
         item._window = weakref.ref(self)  # one ref object per window, reused by CPython
-        self._resized(item, item.tokens)
+        self._total += item._tokens
+        self._zone_tokens[zone] += item._tokens
+
+    def _regroup(self) -> None:
+        self._by_kind.clear()
+        self._by_zone.clear()
+        for ctx_id, it in self._items.items():
+            self._by_kind[it.kind][ctx_id] = it
+            self._by_zone[it.zone][ctx_id] = it
 
     def evict(self, ctx_id: str) -> LiveItem:
         item = self._items.pop(ctx_id)
-        self._by_kind.remove(item)
-        self._by_zone.remove(item)
-        self._resized(item, -item.tokens)
+        zone = item.zone
+        del self._by_kind[item.kind][ctx_id]
+        del self._by_zone[zone][ctx_id]
+        self._total -= item._tokens
+        self._zone_tokens[zone] -= item._tokens
         item._window = None
         self.evicted[ctx_id] = item
         return item
@@ -232,5 +223,7 @@ class Window:
 
     def evictable(self, zone: ContextZone | None = None) -> list[LiveItem]:
         """Evictable items holding tokens, in window order (of one zone if given)."""
-        items = self._items.values() if zone is None else self._by_zone.members(zone)
-        return [it for it in items if it._tokens > 0 and it.evictable]  # _tokens: no property call
+        items = self._items.values() if zone is None else self._by_zone.get(zone, {}).values()
+        # LiveItem.tokens and .evictable read directly: no property call per item
+        return [it for it in items
+                if it._tokens > 0 and it.zone is not ContextZone.SYSTEM and not it.pinned]
