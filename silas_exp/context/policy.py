@@ -18,8 +18,9 @@ from silas_exp.schema.eviction import ContextZone
 def mask_old_tool_results(window: Window, turn: int, budget: TokenBudget) -> int:
     """Replace tool results unused for more than N turns by a short placeholder."""
     saved = 0
+    after = budget.observation_mask_after_turns  # >= 0, so age > after is turn - last_ref > after
     for it in window.of_kind("tool_result"):
-        if not it.masked and it.age(turn) > budget.observation_mask_after_turns:
+        if not it.masked and turn - it.last_ref > after:
             before = it.tokens
             it.mask()
             saved += before - it.tokens

@@ -159,8 +159,12 @@ class TwoTierEviction:
         for unit in units:
             if need <= 0:
                 break
-            chosen += sorted(unit, key=lambda i: scores[i.ctx_id])
-            need -= sum(i.tokens for i in unit)
+            if len(unit) == 1:  # most units: an item without a group
+                chosen.append(unit[0])
+                need -= unit[0].tokens
+            else:
+                chosen += sorted(unit, key=lambda i: scores[i.ctx_id])
+                need -= sum(i.tokens for i in unit)
             taken += 1
         if self.s.explore_rate > 0:
             for unit in units[taken:]:
