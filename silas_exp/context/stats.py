@@ -4,10 +4,13 @@ these afterwards (silas_exp.metrics), never inside the replay loop."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class NeedEvent:
+class NeedEvent(NamedTuple):
+    """The main model needed ``ctx_id`` at ``turn`` (a tuple: a replay makes
+    one per need, and a frozen dataclass costs twice as much to build)."""
+
     turn: int
     ctx_id: str
     grade: int
