@@ -3,7 +3,7 @@ with <= 500 live items.
 
     python bench/bench_replay.py [--scorer heuristic] [--sessions 8] [--turns 200]
                                  [--repeats 3] [--store :memory:] [--gc job] [--breakdown]
-                                 [--quick]
+                                 [--instructions] [--quick]
 
 Target: >= 20,000 turns per CPU-second. Measures the context manager, Tier 1,
 Tier 2 with the control scorer and the simulated main model's keep-backs
@@ -20,13 +20,29 @@ sessions, under a job's garbage-collector thresholds
 ``--breakdown`` adds one pass with CPU timers around Tier 1, Tier 2, the
 scorer, the keep-backs, the store's writes and the garbage collector, and
 reports each in microseconds per turn (the timers cost ~1 us a call; the
-headline passes run without them). Writes bench/results/replay.json.
+headline passes run without them).
+
+``--instructions`` adds the figure that does not move with the machine's
+load: CPU instructions per turn, counted by valgrind's callgrind (Debian
+package ``valgrind``). It runs the same workload twice under callgrind, once
+with one pass over the sessions and once with two, and reports the
+difference per turn: one warm pass, set-up and imports left out. Counts
+repeat to within a few instructions per turn from run to run where CPU
+seconds wander by tens of percent on a shared 2-core machine, so compare
+code changes with it. It costs about a minute per 1,000 turns.
+
+Writes bench/results/replay.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
+import re
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -117,6 +133,37 @@ def one_pass(sessions, settings, store_path: str,
     return turns, cpu, wall
 
 
+def make_sessions(count: int, turns: int) -> list:
+    sessions = []
+    for i in range(count):
+        flavour = ("coding", "debugging", "research", "support")[i % 4]
+        s, truth = generate_session(100 + i, spec_for(flavour, turns), f"b{i}")
+        total = max(int(peak_usage(s, truth) / 3.0), 2_000)
+        sessions.append((s, truth, TokenBudget(total=total)))
+    return sessions
+
+
+def count_instructions(ns: argparse.Namespace, turns: int) -> float:
+    """Instructions per turn of one warm pass: callgrind's count of a run with
+    two passes minus that of a run with one, over the pass's turns."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        sys.exit("--instructions needs valgrind on PATH (Debian: apt-get install valgrind)")
+    counts = []
+    for passes in (1, 2):
+        cmd = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+               __file__, "--scorer", ns.scorer, "--sessions", str(ns.sessions), "--turns",
+               str(ns.turns), "--store", ns.store, "--gc", ns.gc, "--passes-only", str(passes)]
+        # one hash seed: dict and set layouts, and so the instructions, repeat exactly
+        proc = subprocess.run(cmd, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONHASHSEED": "0"})
+        found = re.search(r"Collected : (\d+)", proc.stderr)
+        if proc.returncode != 0 or found is None:
+            sys.exit(f"callgrind run failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+        counts.append(int(found.group(1)))
+    return (counts[1] - counts[0]) / turns
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--scorer", default="heuristic",
@@ -131,20 +178,24 @@ def main() -> None:
                              "or CPython's default")
     parser.add_argument("--breakdown", action="store_true",
                         help="one more pass with timers: CPU per part of a turn")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count CPU instructions per turn under valgrind's callgrind")
+    parser.add_argument("--passes-only", type=int, default=0, help=argparse.SUPPRESS)  # callgrind's runs
     parser.add_argument("--quick", action="store_true", help="2 sessions of 40 turns, one pass (CI smoke)")
     ns = parser.parse_args()
     if ns.quick:
         ns.sessions, ns.turns, ns.repeats = 2, 40, 1
     if ns.gc == "job":
         gc_policy.tune_for_jobs()
-    sessions = []
-    for i in range(ns.sessions):
-        flavour = ("coding", "debugging", "research", "support")[i % 4]
-        s, truth = generate_session(100 + i, spec_for(flavour, ns.turns), f"b{i}")
-        total = max(int(peak_usage(s, truth) / 3.0), 2_000)
-        sessions.append((s, truth, TokenBudget(total=total)))
-    items = [len(s.items) for s, _, _ in sessions]
+    sessions = make_sessions(ns.sessions, ns.turns)
     settings = validate_scorer_settings({"name": ns.scorer})
+    if ns.passes_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            for r in range(ns.passes_only):
+                path = ":memory:" if ns.store == ":memory:" else str(Path(tmp) / f"feedback{r}.sqlite")
+                one_pass(sessions, settings, path)
+        return
+    items = [len(s.items) for s, _, _ in sessions]
     passes = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(max(ns.repeats, 1)):
@@ -177,6 +228,10 @@ def main() -> None:
               f"20,000 turns/s allows 50 us):")
         for name, us in parts.items():
             print(f"  {name:40s} {us:7.1f} us")
+    if ns.instructions:
+        result["instructions_per_turn"] = count_instructions(ns, turns)
+        print(f"CPU instructions per turn (callgrind, one warm pass): "
+              f"{result['instructions_per_turn']:,.0f}")
     save("replay", result)
 
 

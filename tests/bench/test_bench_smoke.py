@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 
@@ -53,3 +54,15 @@ def test_replay_breakdown_accounts_for_every_part(tmp_path):
             "store writes", "garbage collection"} <= set(parts)
     assert all(us > -1.0 for us in parts.values()), parts
     assert parts["tier 1"] > 0 and parts["tier 2: keep-backs"] > 0
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_replay_counts_instructions_per_turn(tmp_path):
+    """--instructions runs the workload under callgrind and reports a warm pass's
+    instructions per turn (a replay turn takes hundreds of thousands)."""
+    env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path)}
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "bench_replay.py"), "--quick",
+                           "--instructions"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert 1e4 < json.loads((tmp_path / "replay.json").read_text())["instructions_per_turn"] < 1e8
