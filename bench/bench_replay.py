@@ -133,6 +133,17 @@ def one_pass(sessions, settings, store_path: str,
     return turns, cpu, wall
 
 
+def run_passes(sessions, settings, store: str, count: int,
+               timers: Timers | None = None) -> list[tuple[int, float, float]]:
+    """``count`` passes, each with a fresh feedback store: in memory, or
+    (``store`` not ``:memory:``) a new SQLite file in a temporary folder."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return [one_pass(sessions, settings,
+                         ":memory:" if store == ":memory:" else str(Path(tmp) / f"feedback{r}.sqlite"),
+                         timers)
+                for r in range(count)]
+
+
 def make_sessions(count: int, turns: int) -> list:
     sessions = []
     for i in range(count):
@@ -190,17 +201,10 @@ def main() -> None:
     sessions = make_sessions(ns.sessions, ns.turns)
     settings = validate_scorer_settings({"name": ns.scorer})
     if ns.passes_only:
-        with tempfile.TemporaryDirectory() as tmp:
-            for r in range(ns.passes_only):
-                path = ":memory:" if ns.store == ":memory:" else str(Path(tmp) / f"feedback{r}.sqlite")
-                one_pass(sessions, settings, path)
+        run_passes(sessions, settings, ns.store, ns.passes_only)
         return
     items = [len(s.items) for s, _, _ in sessions]
-    passes = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(max(ns.repeats, 1)):
-            path = ":memory:" if ns.store == ":memory:" else str(Path(tmp) / f"feedback{r}.sqlite")
-            passes.append(one_pass(sessions, settings, path))
+    passes = run_passes(sessions, settings, ns.store, max(ns.repeats, 1))
     turns = passes[0][0]
     cpu = min(p[1] for p in passes)
     wall = min(p[2] for p in passes)
@@ -217,9 +221,7 @@ def main() -> None:
     if ns.breakdown:
         timers = Timers()
         gc.callbacks.append(timers.on_gc)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = ":memory:" if ns.store == ":memory:" else str(Path(tmp) / "feedback.sqlite")
-            _, timed_cpu, _ = one_pass(sessions, settings, path, timers)
+        [(_, timed_cpu, _)] = run_passes(sessions, settings, ns.store, 1, timers)
         gc.callbacks.remove(timers.on_gc)
         parts = {name: 1e6 * cpu / turns for name, cpu in timers.cpu.items()}
         parts["rest (new items, needs, bookkeeping)"] = 1e6 * (timed_cpu - sum(timers.cpu.values())) / turns
