@@ -115,6 +115,8 @@ class LiveItem:
 
     @property
     def evictable(self) -> bool:
+        """Neither system nor pinned (``Window.evictable`` reads the same two
+        fields inline: change both together)."""
         return self.zone is not ContextZone.SYSTEM and not self.pinned
 
 
