@@ -1,5 +1,6 @@
-"""Hydra launchers on one sweep: basic (one process) vs joblib (n_jobs=2)
-[vs ray, where hydra-ray-launcher is installed].
+"""Hydra launchers on one sweep: basic (one process) vs silas (the default:
+forked workers, n_jobs=2) vs joblib (n_jobs=2) [vs ray, where
+hydra-ray-launcher is installed].
 
     python bench/bench_launchers.py                      # CPU-bound workload (the target)
     python bench/bench_launchers.py --workload default   # the shipped default suite
@@ -20,7 +21,9 @@ so the background uploader shares the machine):
 suite=smoke``, tracking off, once per launcher): it checks that the launchers
 work, its figures say nothing about speed.
 
-Target on 2 cores: joblib >= 1.6x faster than basic on the CPU-bound workload.
+Target on 2 cores: silas and joblib >= 1.6x faster than basic on the CPU-bound
+workload (two CPU-bound processes here run ~10 % slower each than one alone:
+1.8x is the ceiling).
 Writes bench/results/launchers-<workload>.json (launchers-quick.json).
 """
 
@@ -40,7 +43,8 @@ from _sweeps import run_sweep
 SWEEP = "-m scorer=heuristic,weights,prompt,online repeats=5"
 QUICK = "-m scorer=heuristic,weights repeats=1 suite=smoke tracking=none"
 LAUNCHERS = {
-    "basic": [],
+    "basic": ["hydra/launcher=basic"],
+    "silas": ["hydra/launcher=silas", "hydra.launcher.n_jobs=2"],
     "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
     "ray": ["hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2"],
 }
@@ -68,7 +72,8 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=8,
                         help="session length factor (cpu workload; 8 gives ~9 s jobs)")
     parser.add_argument("--args", default=SWEEP, help=f"sweep arguments (default: {SWEEP!r})")
-    parser.add_argument("--launchers", default="basic,joblib", help="comma list of basic,joblib,ray")
+    parser.add_argument("--launchers", default="basic,silas,joblib",
+                        help="comma list of basic,silas,joblib,ray")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help=f"1 run each of {QUICK!r} (CI smoke)")
     ns = parser.parse_args()
@@ -97,7 +102,7 @@ def main() -> None:
         if name != "basic":
             results[f"speedup_{name}"] = results["basic"]["best_s"] / results[name]["best_s"]
             print(f"speed-up {name} vs basic: {results[f'speedup_{name}']:.2f}x"
-                  + (" (target >= 1.6x on the cpu workload)" if name == "joblib" else ""))
+                  + (" (target >= 1.6x on the cpu workload)" if name in ("silas", "joblib") else ""))
     print("saved", save(f"launchers-{ns.workload}", results))
 
 

@@ -69,18 +69,19 @@ def hydra_main(invocation: Invocation) -> Callable[[], object]:
     return silas_exp_task
 
 
-SWEEPER_PLUGIN = "hydra_plugins.silas_sweeper"
+PLUGINS = {"sweeper": "hydra_plugins.silas_sweeper", "launcher": "hydra_plugins.silas_launcher"}
 
 
 def missing_plugin() -> str | None:
-    """conf/config.yaml selects ``hydra/sweeper=silas``; an install made before
-    the plugin existed cannot see it, and Hydra would only say it cannot find
-    'hydra/sweeper/silas'. Say what to do instead."""
-    if importlib.util.find_spec(SWEEPER_PLUGIN) is not None:
-        return None
-    return (f"error: Hydra cannot see silas_exp's sweeper plugin ({SWEEPER_PLUGIN}): this "
-            "environment's install of silas_exp predates it.\n"
-            "  fix: pip install -e . (from the repository root), then run the command again")
+    """conf/config.yaml selects ``hydra/sweeper=silas`` and ``hydra/launcher=silas``;
+    an install made before a plugin existed cannot see it, and Hydra would only
+    say it cannot find 'hydra/launcher/silas'. Say what to do instead."""
+    for kind, module in PLUGINS.items():
+        if importlib.util.find_spec(module) is None:
+            return (f"error: Hydra cannot see silas_exp's {kind} plugin ({module}): this "
+                    "environment's install of silas_exp predates it.\n"
+                    "  fix: pip install -e . (from the repository root), then run the command again")
+    return None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,6 +14,7 @@ import fcntl
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -34,6 +35,20 @@ T = TypeVar("T")
 BATCH = 100  # MLflow accepts at most 100 params/tags per batch request
 METRIC_BATCH = 800
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
+
+
+def _own_connections_after_fork() -> None:
+    """A forked process (the default launcher's workers) opens its own database
+    connections: it drops the ones it copied from its parent without closing
+    them, which are the parent's (SQLAlchemy's ``dispose(close=False)``, its
+    recipe for fork). SQLite forbids carrying a connection across a fork."""
+    module = sys.modules.get("mlflow.store.tracking.sqlalchemy_store")  # none opened: nothing to do
+    engines = getattr(getattr(module, "SqlAlchemyStore", None), "_engine_map", {})
+    for engine in list(engines.values()):
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_own_connections_after_fork)
 
 
 def _sqlite_path(uri: str) -> Path | None:

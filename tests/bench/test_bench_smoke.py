@@ -30,7 +30,7 @@ def _finite(value) -> bool:
     ("bench_scale.py", "scale", {"runs", "peak_rss_mib", "cpu_per_case_ratio"}),
     ("bench_llm.py", "llm", {"throughput", "throughput_jitter", "cache"}),
     ("bench_sweep.py", "sweep", {"none", "mlflow", "tracking_overhead", "same_verdicts"}),
-    ("bench_launchers.py", "launchers-quick", {"basic", "joblib", "speedup_joblib"}),
+    ("bench_launchers.py", "launchers-quick", {"basic", "silas", "joblib", "speedup_silas"}),
 ])
 def test_bench_quick_run(tmp_path, script, name, keys):
     env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"}

@@ -66,15 +66,17 @@ def test_check_all_composes_every_job_like_the_basic_sweeper(cli, tmp_path):
     assert len(list((tmp_path / "multirun").glob("*/result.json"))) == 2
 
 
-def test_an_install_without_the_plugin_is_told_to_reinstall(monkeypatch, capsys):
+@pytest.mark.parametrize("kind", ["sweeper", "launcher"])
+def test_an_install_without_a_plugin_is_told_to_reinstall(monkeypatch, capsys, kind):
     import importlib.util
 
     from silas_exp.cli import app
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == app.SWEEPER_PLUGIN else real(name, *a))
+                        lambda name, *a: None if name == app.PLUGINS[kind] else real(name, *a))
     with pytest.raises(SystemExit) as exc:
         app.main(["-m", "scorer=heuristic"])
     assert exc.value.code == 2
-    assert "pip install -e ." in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{kind} plugin ({app.PLUGINS[kind]})" in err and "pip install -e ." in err

@@ -78,9 +78,15 @@ def test_fail_fast_stops_the_sweep(tmp_path):
     for f in (nocal / "cases").glob("cal-*.json"):
         f.unlink()
     proc = _run(tmp_path, "-m", "scorer=weights,heuristic", f"suite.path={nocal}", "fail_fast=true",
-                "tracking=none")
+                "tracking=none", "hydra.launcher.n_jobs=1")
     assert proc.returncode == 1
     assert len(list((tmp_path / "ms").glob("*/result.json"))) == 1  # the heuristic job never ran
+    # two at a time (4 jobs: weights, then heuristic, seeds 0 and 1): the two
+    # weights jobs start together and fail, no job starts after them
+    both = _run(tmp_path / "two", "-m", "scorer=weights,heuristic", "seed=0,1",
+                f"suite.path={nocal}", "fail_fast=true", "tracking=none", "hydra.launcher.n_jobs=2")
+    assert both.returncode == 1
+    assert sorted(p.parent.name for p in (tmp_path / "two" / "ms").glob("*/result.json")) == ["0", "1"]
 
 
 def test_a_broken_sweep_summary_fails_the_command_and_closes_every_run(tmp_path):
