@@ -33,6 +33,9 @@ class NeedOracle:
         for ctx_id, pairs in refs.items():
             pairs.sort()
             self._turns[ctx_id], self._grades[ctx_id] = map(list, zip(*pairs, strict=True))
+        # every need in turn order, for "what is needed within the horizon" in one slice
+        self._needs = sorted((r.turn, r.ctx_id, r.grade) for r in truth.references)
+        self._need_turns = [t for t, _, _ in self._needs]
 
     def max_grade_within(self, ctx_id: str, turn: int, horizon: int) -> int:
         """Highest grade of any need of ``ctx_id`` in turns (turn, turn + horizon]."""
@@ -41,6 +44,18 @@ class NeedOracle:
             return 0
         lo, hi = bisect_right(turns, turn), bisect_right(turns, turn + horizon)
         return max(self._grades[ctx_id][lo:hi], default=0)
+
+    def needed_within(self, turn: int, horizon: int) -> dict[str, int]:
+        """Every item needed in turns (turn, turn + horizon], with its highest
+        grade there: ``max_grade_within`` of each of them (an item not listed
+        has 0), from one slice of the needs instead of a look-up per item."""
+        lo = bisect_right(self._need_turns, turn)
+        hi = bisect_right(self._need_turns, turn + horizon)
+        best: dict[str, int] = {}
+        for _, ctx_id, grade in self._needs[lo:hi]:
+            if grade > best.get(ctx_id, 0):
+                best[ctx_id] = grade
+        return best
 
     def need_score(self, ctx_id: str, turn: int, horizon: int) -> float:
         """The reference ceiling's relevance in [0, 1]: the highest grade needed

@@ -54,9 +54,12 @@ def ranking_metrics(stats: ReplayStats, oracle: NeedOracle, horizon: int) -> dic
     keys = ([metric_key("ir", "ndcg", k) for k in NDCG_KS] + [metric_key("ir", "mrr", k) for k in MRR_KS]
             + [metric_key("ir", "recall", k) for k in RECALL_KS])
     rows: list[list[float]] = []
-    need = oracle.max_grade_within
     for r in stats.rankings:
-        grades = {cid: need(cid, r.turn, horizon) for cid in r.ranked}
+        # the ranked items needed within the horizon; every other ranked item has
+        # grade 0, which the metrics read for a missing id (same sums, same bits)
+        needed = oracle.needed_within(r.turn, horizon)
+        ranked = set(r.ranked) if needed else ()
+        grades = {cid: g for cid, g in needed.items() if cid in ranked}
         ndcg, mrr, recall = ranking_metrics_at(r.ranked, grades, NDCG_KS, MRR_KS, RECALL_KS)
         rows.append(ndcg + mrr + recall)
     if not rows:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from silas_exp.context.replay import NeedOracle
@@ -63,3 +64,44 @@ def test_ranking_metrics_at_equals_the_single_cutoff_functions_to_the_bit():
         assert ndcg == [ndcg_at_k(ranked, grades, k) for k in (1, 5, 10, 20)]
         assert mrr == [mrr_at_k(ranked, grades, k) for k in (5, 10)]
         assert recall == [recall_at_k(ranked, grades, k) for k in (5, 10)]
+
+
+def _random_truth(rng, items: list[str], turns: int) -> SessionTruth:
+    return SessionTruth(references=[
+        Reference(turn=rng.randrange(turns), ctx_id=rng.choice(items), grade=rng.choice([0, 1, 2, 3]))
+        for _ in range(rng.randint(0, 80))])
+
+
+def test_needed_within_is_max_grade_within_of_every_item():
+    import random
+
+    rng = random.Random(11)
+    items = [f"c{i}" for i in range(30)]
+    for _ in range(200):
+        oracle = NeedOracle(_random_truth(rng, items, 60))
+        turn, horizon = rng.randrange(-5, 65), rng.randint(0, 25)
+        needed = oracle.needed_within(turn, horizon)
+        assert needed == {c: g for c in items if (g := oracle.max_grade_within(c, turn, horizon))}
+
+
+def test_ranking_metrics_equal_grading_every_ranked_item_to_the_bit():
+    """The metrics grade only the ranked items needed within the horizon; grading
+    every ranked item (0 for the rest) gives the same floats."""
+    import random
+
+    from silas_exp.metrics.context import NDCG_KS, MRR_KS, RECALL_KS, ranking_metrics
+    from silas_exp.metrics.ir import ranking_metrics_at
+
+    rng = random.Random(5)
+    items = [f"c{i}" for i in range(40)]
+    for _ in range(100):
+        oracle = NeedOracle(_random_truth(rng, items, 50))
+        rankings = [Ranking(rng.randrange(50), tuple(rng.sample(items, rng.randint(1, 40))))
+                    for _ in range(rng.randint(1, 6))]
+        got = ranking_metrics(ReplayStats(rankings=rankings), oracle, horizon=10)
+        rows = [[*a, *b, *c] for a, b, c in (
+            ranking_metrics_at(r.ranked, {cid: oracle.max_grade_within(cid, r.turn, 10)
+                                          for cid in r.ranked}, NDCG_KS, MRR_KS, RECALL_KS)
+            for r in rankings)]
+        assert list(got.values()) == [float(np.mean([row[j] for row in rows]))
+                                      for j in range(len(rows[0]))]
