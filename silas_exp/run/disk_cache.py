@@ -9,14 +9,23 @@ edited suite or another version of the code never reads a stale entry. Code
 outside silas_exp (a plug-in strategy or control scorer) is not in the
 digest: a key that involves a plug-in kind is kept in the process only.
 
-Write entries with ``records.write_json_atomic``: a reader sees a whole entry
-or none (parallel workers may race to write the same one).
+Write entries atomically (``records.write_json_atomic``, ``write_pickle``): a
+reader sees a whole entry or none. Pickled entries hold silas_exp's own
+objects (the control's reference flushes), written only here, under the
+user's cache folder, and read back by the same code (the key holds its digest). Compute one inside ``exclusive(path)``: parallel workers that need
+the same entry at once then compute it once, and the others wait and read it
+(with a real model, a second computation would be paid twice).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
+import pickle
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -50,3 +59,33 @@ def cache_key(parts: dict[str, Any], suite_root: Path) -> str:
 
 def entry_path(cache_root: str | Path, kind: str, key: str, suffix: str) -> Path:
     return Path(cache_root) / kind / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}{suffix}"
+
+
+@contextlib.contextmanager
+def exclusive(entry: Path) -> Iterator[None]:
+    """Hold ``entry``'s lock (a file beside it) until the block ends; the kernel
+    drops it if the process dies."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with open(entry.with_name(entry.name + ".lock"), "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def write_pickle(entry: Path, value: Any) -> None:
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    tmp.replace(entry)
+
+
+def read_pickle(entry: Path) -> Any | None:
+    """The entry, or None when there is none (or it cannot be read: recompute it)."""
+    try:
+        return pickle.loads(entry.read_bytes())
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001  (a damaged entry is recomputed and replaced)
+        return None

@@ -173,15 +173,49 @@ class _CaseRunner:
     def reference_flushes(self, case: BenchmarkCase) -> list[Flush]:
         """The control scorer's flush proposals and the main model's keep-backs on
         this case (same seed and namespace as every variant of this repeat),
-        recorded once per process and shared by every variant."""
+        recorded once and shared by every variant: in this process, and through
+        the disk cache by the other workers of the sweep and later runs (the
+        control job writes its own; a variant that asks first replays them)."""
         key = self._reference_key(case)
         if key in _REFERENCES:
             _REFERENCES.move_to_end(key)
             return _REFERENCES[key]
+        entry = self._reference_entry(key)
+        if entry is None:
+            return _remember_reference(key, self._replay_reference(case))
+        with disk_cache.exclusive(entry):  # a worker replaying them now: wait and read
+            flushes = disk_cache.read_pickle(entry)
+            if flushes is None:
+                flushes = self._replay_reference(case)
+                disk_cache.write_pickle(entry, flushes)
+        return _remember_reference(key, flushes)
+
+    def _replay_reference(self, case: BenchmarkCase) -> list[Flush]:
         runner = _CaseRunner(self.cfg, self.job, self.loaded, self.llm, DiscardingStore())
         with self.llm.charged_to(self.overhead):  # a measurement, not this variant's own calls
             stats, _, _ = runner.replay_case(case, self._control_scorer(), None, record=True)
-        return _remember_reference(key, stats.flush_log or [])
+        return stats.flush_log or []
+
+    def _reference_entry(self, key: str) -> Path | None:
+        """Where the reference of ``key`` is kept on disk; None for a plug-in
+        strategy or control scorer (code outside the cache key's digest), a dry
+        run (no real answers) or ``llm.cache_mode=off`` (nothing kept)."""
+        llm = self.cfg.llm
+        kinds = STRATEGIES.kind_of(self.cfg.eviction), SCORERS.kind_of(self._control_scorer())
+        if llm.dry_run or llm.cache_mode == "off" or not disk_cache.shareable(*kinds):
+            return None
+        parts = {"reference": key, "llm": [llm.backend, llm.base_url]}
+        return disk_cache.entry_path(self.cfg.paths.cache, "reference",
+                                     disk_cache.cache_key(parts, self.loaded.root), ".pkl")
+
+    def _share_reference(self, key: str, flushes: list[Flush]) -> None:
+        """The control job's own flushes are the reference: keep them for the
+        variants that other workers run."""
+        entry = self._reference_entry(key)
+        if entry is not None and not entry.is_file():
+            with disk_cache.exclusive(entry):
+                if not entry.is_file():
+                    disk_cache.write_pickle(entry, flushes)
 
     def probe_case(self, case: BenchmarkCase, calibration: Calibration | None) -> dict[str, float]:
         """A compression-probe case (``expected.mode == "llm_judge"``)."""
@@ -213,7 +247,8 @@ class _CaseRunner:
         if self._scores_candidates() and self._is_control():
             # the control's own proposals are the shared set: record them, score them as made
             stats, oracle, _ = self.replay_case(case, self.cfg.scorer, calibration, record=True)
-            _remember_reference(self._reference_key(case), stats.flush_log or [])
+            key = self._reference_key(case)
+            self._share_reference(key, _remember_reference(key, stats.flush_log or []))
             # candidate_scores holds the scores of these same proposals, in order
             kept = [k for f in stats.flush_log or () for k in f.kept]
             shared = {"feedback.exclusion_auc": roc_auc(stats.candidate_scores, kept)
@@ -330,12 +365,15 @@ def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
         # deterministic in its key: shared on disk by parallel workers and later runs,
         # unless a plug-in strategy or scorer (code outside the key's digest) is involved
         shared = disk_cache.shareable(STRATEGIES.kind_of(cfg.eviction), SCORERS.kind_of(cfg.scorer))
-        cached = disk_cache.entry_path(cfg.paths.cache, "calibration", key, ".json")
-        if shared and cached.is_file():
-            _CALIBRATIONS[key] = _calibration_from_json(json.loads(cached.read_text()))
-        else:
+        if not shared:
             _CALIBRATIONS[key] = _fit_calibration(cfg, spec, runner, loaded, out_dir)
-            if shared:
+            return _CALIBRATIONS[key]
+        cached = disk_cache.entry_path(cfg.paths.cache, "calibration", key, ".json")
+        with disk_cache.exclusive(cached):  # a worker fitting it now: wait and read its fit
+            if cached.is_file():
+                _CALIBRATIONS[key] = _calibration_from_json(json.loads(cached.read_text()))
+            else:
+                _CALIBRATIONS[key] = _fit_calibration(cfg, spec, runner, loaded, out_dir)
                 write_json_atomic(cached, calibration_to_json(_CALIBRATIONS[key]))
     return _CALIBRATIONS[key]
 

@@ -108,8 +108,9 @@ def test_n_jobs_below_one_is_refused():
 
 
 TIMINGS = ("latency", "seconds", "time", "wall")  # what may differ between two runs
-# what a job spent itself on measurement: a worker that did not run this
-# repeat's control job replays the control's proposals itself (once per case)
+# what a job spent itself on measurement: a variant that reaches a case before
+# the control job of its repeat (in the other worker) replays the control's
+# proposals itself, else it reads them from the disk cache
 OVERHEAD = "llm.overhead."
 
 

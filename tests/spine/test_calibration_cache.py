@@ -3,8 +3,10 @@ config: an edited suite or other code never reads a stale calibration."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from pathlib import Path
 
 from omegaconf import OmegaConf
 
@@ -36,3 +38,64 @@ def test_calibration_key_follows_the_suite_files_and_the_code(compose, tmp_path,
     assert edited != first
     monkeypatch.setattr(disk_cache, "code_digest", lambda: "another version")
     assert key() not in (first, edited)
+
+
+def test_workers_needing_one_entry_at_once_compute_it_once(tmp_path):
+    """Two processes that miss the same entry at once: one computes it, the
+    other waits for the lock and reads it (with a real model, a second
+    computation would be paid twice)."""
+    import os
+    import time
+
+    from silas_exp.records import write_json_atomic
+    from silas_exp.run.disk_cache import exclusive
+
+    entry, computed = tmp_path / "calibration" / "entry.json", tmp_path / "computed"
+
+    def need_entry() -> None:
+        with exclusive(entry):
+            if not entry.is_file():
+                with open(computed, "a") as fh:
+                    fh.write(f"{os.getpid()}\n")
+                time.sleep(0.5)  # the fit
+                write_json_atomic(entry, {"weights": [1.0]})
+
+    pids = []
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                need_entry()
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    assert len(computed.read_text().splitlines()) == 1
+    assert entry.is_file()
+
+
+def test_a_variant_in_another_process_reads_the_controls_reference_from_disk(cli, tmp_path):
+    """The control job keeps its flushes (the reference for exclusion AUC) in the
+    disk cache; a variant in another process reads them instead of replaying
+    the control, and scores the same."""
+    sweep = cli("-m", "scorer=heuristic,weights", "repeats=1", "suite=smoke", "tracking=none",
+                "hydra/launcher=basic")
+    assert sweep.returncode == 0, sweep.stderr[-2000:]
+    assert len(list((tmp_path / "cache" / "reference").glob("*.pkl"))) == 2  # smoke: 2 replay cases
+
+    def single(cache: Path) -> dict:
+        out = tmp_path / f"run-{cache.name}"
+        run = cli("scorer=weights", "suite=smoke", "tracking=none", f"paths.suites={REPO / 'suites'}",
+                  f"paths.cache={cache}", f"hydra.run.dir={out}", isolate=False)
+        assert run.returncode == 0, run.stderr[-2000:]
+        return json.loads((out / "result.json").read_text())["metrics"]
+
+    records = [json.loads(p.read_text()) for p in (tmp_path / "multirun").glob("*/result.json")]
+    weights = next(r["metrics"] for r in records if r["variant"] == "scorer=weights")
+    warm = single(tmp_path / "cache")
+    assert warm["llm.overhead.calls"] == 0  # neither the calibration nor the reference replayed
+    cold = single(tmp_path / "cold")
+    assert cold["llm.overhead.calls"] > 0
+    for m in (warm, cold):
+        assert m["feedback.exclusion_auc"] == weights["feedback.exclusion_auc"]
