@@ -20,6 +20,10 @@ numbers, folders and logs); only where it runs changes.
   ``Reported``: bad input, ``fail_fast``) stops the batch as in the basic
   launcher: no job starts after it, the jobs already running finish (their
   records stay), and the exception is raised in the launching process.
+* ``hydra.launcher.while_waiting`` (``module:function``): what the launching
+  process does while its workers run a batch, instead of only waiting; by
+  default it imports what the sweep's report needs (matplotlib, the analysis),
+  which the report would otherwise import after the last job.
 * Ctrl-C reaches every worker (one process group): running jobs stop as they
   would in the basic launcher, and the launching process stops the workers.
   A worker whose launching process dies (``kill -9``) is killed with it.
@@ -31,6 +35,7 @@ tracking layer gives a forked process its own MLflow database connections
 
 # No ``from __future__ import annotations``: Hydra reads the config dataclass's types.
 import gc
+import importlib
 import logging
 import multiprocessing
 import os
@@ -54,6 +59,9 @@ log = logging.getLogger(__name__)
 class SilasLauncherConf:
     _target_: str = "hydra_plugins.silas_launcher.silas_launcher.SilasLauncher"
     n_jobs: Optional[int] = None  # noqa: UP045  (null: the CPUs this process may use)
+    # module:function the launching process calls while its workers run a batch
+    # (it waits for them otherwise): here, importing what the sweep's report needs
+    while_waiting: Optional[str] = "silas_exp.run.sweep_end:prepare"  # noqa: UP045
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="silas", node=SilasLauncherConf,
@@ -121,8 +129,10 @@ def _run_in_worker(i: int) -> "JobReturn | _Raised":
 
 
 class SilasLauncher(Launcher):
-    def __init__(self, n_jobs: Optional[int] = None) -> None:  # noqa: UP045
+    def __init__(self, n_jobs: Optional[int] = None,  # noqa: UP045
+                 while_waiting: Optional[str] = None) -> None:  # noqa: UP045
         super().__init__()
+        self.while_waiting = while_waiting
         if n_jobs is not None and n_jobs < 1:
             from silas_exp.errors import ConfigError
 
@@ -172,6 +182,18 @@ class SilasLauncher(Launcher):
                     for i, overrides in enumerate(job_overrides)]
         return self._in_workers(list(job_overrides), initial_job_idx, n)
 
+    def _while_waiting(self) -> None:
+        """Call ``while_waiting`` (after the fork: the workers never see what it
+        does); a failure is only logged, the jobs go on."""
+        if not self.while_waiting:
+            return
+        module, _, name = self.while_waiting.partition(":")
+        try:
+            getattr(importlib.import_module(module), name)()
+        except Exception as exc:  # noqa: BLE001
+            log.warning(f"hydra.launcher.while_waiting={self.while_waiting}: "
+                        f"{type(exc).__name__}: {exc}")
+
     def _in_workers(self, job_overrides: List[Sequence[str]], first: int,  # noqa: UP006
                     n: int) -> List[JobReturn]:  # noqa: UP006
         global _BATCH
@@ -187,10 +209,13 @@ class SilasLauncher(Launcher):
                                    initializer=_worker_start, initargs=(os.getpid(),))
         try:
             while True:
+                forked = started > 0
                 while stop is None and len(running) < n and started < len(job_overrides):
                     running[pool.submit(_run_in_worker, started)] = started  # the first forks all
                     started += 1
-                gc.unfreeze()
+                if not forked:
+                    gc.unfreeze()
+                    self._while_waiting()
                 if not running:
                     break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)

@@ -11,7 +11,7 @@ from silas_exp.metrics.names import display_name
 from silas_exp.metrics.registry import spec
 
 
-def _plt():
+def load_pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -24,7 +24,7 @@ def delta_plot(r: AblationResult, metric: str, out: Path) -> Path | None:
     rows = r.table(metric)
     if not rows:
         return None
-    plt = _plt()
+    plt = load_pyplot()
     fig, ax = plt.subplots(figsize=(6, 0.6 * len(rows) + 1.5))
     ys = range(len(rows))
     lower = spec(metric).direction == "lower"
@@ -51,7 +51,7 @@ def delta_plot(r: AblationResult, metric: str, out: Path) -> Path | None:
 
 def pareto_plot(data: SweepData, out: Path, x: str = "context.mean_window_tokens",
                 y: str = "context.retrieval_relevance") -> Path:
-    plt = _plt()
+    plt = load_pyplot()
     points = []
     for v in data.variants():
         xs = [j for j in data.run_values(v, x) if not math.isnan(j)]

@@ -1,105 +1,34 @@
 """The default launcher: the basic launcher's jobs in forked workers. Same
-results as the basic launcher, jobs really side by side, a job's
-BaseException stops the batch without losing finished work, bad input exits 2,
-and jobs that write MLflow themselves get their own database connections."""
+results as the basic launcher, bad input in a worker exits 2, jobs that write
+MLflow themselves get their own database connections; and the tests that run
+Hydra in the test process (``inprocess_suites.py``), in a pytest of their own."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
-from concurrent.futures.process import BrokenProcessPool
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
-from omegaconf import DictConfig
 
 from hydra_plugins.silas_launcher.silas_launcher import SilasLauncher
 from silas_exp.errors import ConfigError
 
 from ..conftest import REPO
 
-
-class Stop(BaseException):
-    """What silas_exp's ``Reported`` is to the launcher: not an Exception."""
+INPROCESS = Path(__file__).with_name("inprocess_suites.py")
 
 
-def _mark(cfg: DictConfig) -> Path:
-    out = Path(HydraConfig.get().runtime.output_dir)
-    (out / "ran.json").write_text(json.dumps({"pid": os.getpid(), "start": time.time()}))
-    return out
-
-
-def _slow_second_stops(cfg: DictConfig) -> int:
-    out = _mark(cfg)
-    if cfg.a == 1:
-        raise Stop("job 1 stops the sweep")
-    time.sleep(1.5 if cfg.a == 0 else 0.0)
-    (out / "end.json").write_text(json.dumps({"end": time.time()}))
-    return int(cfg.a)
-
-
-def _sweep(runner, tmpdir, task, *overrides):
-    return runner(calling_file=None, calling_module="hydra.test_utils.a_module",
-                  task_function=task, config_path="configs", config_name="compose.yaml",
-                  overrides=["hydra/launcher=silas", *overrides], temp_dir=tmpdir)
-
-
-@pytest.mark.usefixtures("hydra_restore_singletons")
-def test_jobs_run_side_by_side_in_worker_processes(hydra_sweep_runner, tmpdir):
-    def task(cfg: DictConfig) -> int:
-        _mark(cfg)
-        time.sleep(1.0)
-        return int(cfg.a) * 10
-
-    with _sweep(hydra_sweep_runner, tmpdir, task, "hydra.launcher.n_jobs=2", "+a=0,1,2,3") as sweep:
-        assert [r.return_value for r in sweep.returns[0]] == [0, 10, 20, 30]  # batch order
-        assert [r.hydra_cfg.hydra.job.num for r in sweep.returns[0]] == [0, 1, 2, 3]
-        ran = [json.loads((Path(sweep.temp_dir) / str(i) / "ran.json").read_text())
-               for i in range(4)]
-    assert os.getpid() not in {r["pid"] for r in ran}
-    assert len({r["pid"] for r in ran}) == 2  # two workers, each ran two jobs
-    assert abs(ran[0]["start"] - ran[1]["start"]) < 0.9  # the first two started together
-
-
-@pytest.mark.usefixtures("hydra_restore_singletons")
-def test_a_jobs_base_exception_stops_the_batch_and_finished_work_stays(hydra_sweep_runner, tmpdir):
-    with pytest.raises(Stop, match="job 1 stops"):
-        with _sweep(hydra_sweep_runner, tmpdir, _slow_second_stops, "hydra.launcher.n_jobs=2",
-                    "+a=0,1,2,3"):
-            pass
-    root = Path(tmpdir)
-    assert (root / "0" / "end.json").is_file()  # running when job 1 stopped: it finished
-    assert (root / "1" / "ran.json").is_file()
-    assert not (root / "2").exists() and not (root / "3").exists()  # never started
-
-
-def _second_dies(cfg: DictConfig) -> None:
-    if cfg.a == 1:
-        os.kill(os.getpid(), signal.SIGKILL)  # the OOM killer, a segfault
-
-
-@pytest.mark.usefixtures("hydra_restore_singletons")
-def test_a_worker_that_dies_fails_the_sweep_instead_of_hanging(hydra_sweep_runner, tmpdir):
-    with pytest.raises(BrokenProcessPool):
-        with _sweep(hydra_sweep_runner, tmpdir, _second_dies, "hydra.launcher.n_jobs=2",
-                    "+a=0,1,2"):
-            pass
-
-
-@pytest.mark.usefixtures("hydra_restore_singletons")
-def test_one_job_or_n_jobs_1_runs_in_this_process(hydra_sweep_runner, tmpdir):
-    pids = []
-
-    def task(cfg: DictConfig) -> None:
-        pids.append(os.getpid())
-
-    with _sweep(hydra_sweep_runner, tmpdir, task, "hydra.launcher.n_jobs=1", "+a=0,1"):
-        pass
-    assert pids == [os.getpid(), os.getpid()]
+def test_hydras_launcher_suites_and_the_forked_workers_in_a_pytest_of_their_own():
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           "-o", "addopts=", str(INPROCESS)], cwd=REPO, capture_output=True,
+                          text=True, timeout=280)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary and "skipped" not in summary, summary
+    assert int(summary.split(" passed")[0].split()[-1]) >= 27, summary  # 20 of Hydra's, 7 here
 
 
 def test_n_jobs_below_one_is_refused():
