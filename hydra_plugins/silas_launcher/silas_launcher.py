@@ -108,6 +108,11 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
+# how the launching process handles Ctrl-C, for a worker's running job (a
+# process started with SIGINT ignored, e.g. in the background, keeps ignoring it)
+_JOB_SIGINT: Any = signal.default_int_handler
+
+
 def _worker_start(parent: int) -> None:
     _die_with(parent)
     # idle, a worker leaves Ctrl-C to the launching process; what the launching
@@ -117,7 +122,7 @@ def _worker_start(parent: int) -> None:
 
 def _run_in_worker(i: int) -> "JobReturn | _Raised":
     launcher, overrides, first = _BATCH
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # a running job stops on Ctrl-C
+    signal.signal(signal.SIGINT, _JOB_SIGINT)  # a running job stops on Ctrl-C, as in the basic launcher
     try:
         return launcher.run_one(first + i, overrides[i])
     except BaseException as exc:  # noqa: BLE001  (carried back and raised there)
@@ -196,8 +201,9 @@ class SilasLauncher(Launcher):
 
     def _in_workers(self, job_overrides: List[Sequence[str]], first: int,  # noqa: UP006
                     n: int) -> List[JobReturn]:  # noqa: UP006
-        global _BATCH
+        global _BATCH, _JOB_SIGINT
         _BATCH = (self, job_overrides, first)
+        _JOB_SIGINT = signal.getsignal(signal.SIGINT)
         sys.stdout.flush()  # or the workers would print the launching process's buffer again
         sys.stderr.flush()
         results: List[Any] = [None] * len(job_overrides)  # noqa: UP006

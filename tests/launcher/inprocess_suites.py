@@ -163,3 +163,24 @@ def test_a_failing_while_waiting_only_logs(hydra_sweep_runner, tmpdir, capfd):
         assert [r.return_value for r in sweep.returns[0]] == [0, 0]
     out, err = capfd.readouterr()
     assert "while_waiting=no_such_module:prepare: ModuleNotFoundError" in out + err
+
+
+def _sigint_in_job(cfg: DictConfig) -> str:
+    handler = signal.getsignal(signal.SIGINT)
+    return "ignored" if handler == signal.SIG_IGN else "stops" if handler == signal.default_int_handler else "?"
+
+
+@pytest.mark.usefixtures("hydra_restore_singletons")
+@pytest.mark.parametrize("launching, expected", [(signal.default_int_handler, "stops"),
+                                                 (signal.SIG_IGN, "ignored")])
+def test_a_running_job_handles_ctrl_c_as_the_launching_process_does(hydra_sweep_runner, tmpdir,
+                                                                     launching, expected):
+    """A process started with Ctrl-C ignored (in the background) runs jobs that
+    ignore it, as the basic launcher's would; otherwise a running job stops."""
+    before = signal.signal(signal.SIGINT, launching)
+    try:
+        with _sweep(hydra_sweep_runner, tmpdir, _sigint_in_job, "hydra.launcher.n_jobs=2",
+                    "+a=0,1") as sweep:
+            assert [r.return_value for r in sweep.returns[0]] == [expected, expected]
+    finally:
+        signal.signal(signal.SIGINT, before)
