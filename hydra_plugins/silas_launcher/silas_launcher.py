@@ -203,7 +203,7 @@ class SilasLauncher(Launcher):
                     n: int) -> List[JobReturn]:  # noqa: UP006
         global _BATCH, _JOB_SIGINT
         _BATCH = (self, job_overrides, first)
-        _JOB_SIGINT = signal.getsignal(signal.SIGINT)
+        _JOB_SIGINT = signal.getsignal(signal.SIGINT) or signal.default_int_handler  # None: not Python's
         sys.stdout.flush()  # or the workers would print the launching process's buffer again
         sys.stderr.flush()
         results: List[Any] = [None] * len(job_overrides)  # noqa: UP006
@@ -238,6 +238,7 @@ class SilasLauncher(Launcher):
             raise
         finally:
             pool.shutdown(wait=True)
+            gc.unfreeze()  # (already, unless the first fork failed)
             _BATCH = None
         if stop is not None:
             raise stop
