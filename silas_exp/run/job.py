@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -196,17 +197,26 @@ class _CaseRunner:
             stats, _, _ = runner.replay_case(case, self._control_scorer(), None, record=True)
         return stats.flush_log or []
 
-    def _reference_entry(self, key: str) -> Path | None:
-        """Where the reference of ``key`` is kept on disk; None for a plug-in
-        strategy or control scorer (code outside the cache key's digest), a dry
-        run (no real answers) or ``llm.cache_mode=off`` (nothing kept)."""
+    @cached_property
+    def _reference_disk_key(self) -> str | None:
+        """What every reference this job keeps on disk depends on besides its
+        case: the code and the suite's files, read once per job (a stat of every
+        file of the suite: once per case would grow with the suite squared).
+        None for a plug-in strategy or control scorer (code outside the cache
+        key's digest), a dry run (no real answers) or ``llm.cache_mode=off``."""
         llm = self.cfg.llm
         kinds = STRATEGIES.kind_of(self.cfg.eviction), SCORERS.kind_of(self._control_scorer())
         if llm.dry_run or llm.cache_mode == "off" or not disk_cache.shareable(*kinds):
             return None
-        parts = {"reference": key, "llm": [llm.backend, llm.base_url]}
+        return disk_cache.cache_key({"reference": "", "llm": [llm.backend, llm.base_url]},
+                                    self.loaded.root)
+
+    def _reference_entry(self, key: str) -> Path | None:
+        """Where the reference of ``key`` is kept on disk; None: in the process only."""
+        if self._reference_disk_key is None:
+            return None
         return disk_cache.entry_path(self.cfg.paths.cache, "reference",
-                                     disk_cache.cache_key(parts, self.loaded.root), ".pkl")
+                                     f"{self._reference_disk_key}\n{key}", ".pkl")
 
     def _share_reference(self, key: str, flushes: list[Flush]) -> None:
         """The control job's own flushes are the reference: keep them for the

@@ -99,3 +99,20 @@ def test_a_variant_in_another_process_reads_the_controls_reference_from_disk(cli
     assert cold["llm.overhead.calls"] > 0
     for m in (warm, cold):
         assert m["feedback.exclusion_auc"] == weights["feedback.exclusion_auc"]
+
+
+def test_a_job_reads_the_suite_signature_once_not_per_case(compose, tmp_path, monkeypatch):
+    """The reference entries' key holds the suite's file signature (a stat of
+    every file of the suite); a job reads it once, whatever its number of cases."""
+    from silas_exp.run.job import run_job
+
+    calls = []
+    real = disk_cache.signature
+    monkeypatch.setattr(disk_cache, "signature", lambda root: calls.append(root) or real(root))
+    cfg = validate(OmegaConf.to_container(compose("suite=smoke", "tracking=none"), resolve=True))
+    assert cfg.scorer.name == "heuristic"  # the control: it keeps every case's reference
+    loaded = load_suite(cfg.suite.path)
+    assert len(loaded.eval_cases) >= 2
+    run_job(cfg, make_job(cfg, "scorer=heuristic"), tmp_path / "job", loaded=loaded)
+    assert len(list((tmp_path / "cache" / "reference").glob("*.pkl"))) >= 2
+    assert len(calls) == 1
