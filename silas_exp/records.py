@@ -100,13 +100,17 @@ def job_result(variant: str, repeat: int, error: str | None, metrics: dict[str, 
                      results_file=CASES_FILE if run is not None else None)
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> Path:
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
     """Atomically: a reader (the background uploader, a job) never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two writers never share one
-    tmp.write_text(json.dumps(data, indent=1, allow_nan=True))
+    tmp.write_bytes(data)
     tmp.replace(path)
     return path
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> Path:
+    return write_bytes_atomic(path, json.dumps(data, indent=1, allow_nan=True).encode())
 
 
 def _read_json(path: Path, what: str, fix: str) -> dict[str, Any]:

@@ -9,12 +9,13 @@ edited suite or another version of the code never reads a stale entry. Code
 outside silas_exp (a plug-in strategy or control scorer) is not in the
 digest: a key that involves a plug-in kind is kept in the process only.
 
-Write entries atomically (``records.write_json_atomic``, ``write_pickle``): a
-reader sees a whole entry or none. Pickled entries hold silas_exp's own
-objects (the control's reference flushes), written only here, under the
-user's cache folder, and read back by the same code (the key holds its digest). Compute one inside ``exclusive(path)``: parallel workers that need
-the same entry at once then compute it once, and the others wait and read it
-(with a real model, a second computation would be paid twice).
+Entries are written atomically: a reader sees a whole entry or none. Pickled
+entries hold silas_exp's own objects (the control's reference flushes),
+written only here, under the user's cache folder, and read back by the same
+code (the key holds its digest). ``computed_once`` reads an entry or computes
+and writes it under the entry's lock: parallel workers that need the same
+entry at once compute it once, and the others wait and read it (with a real
+model, a second computation would be paid twice).
 """
 
 from __future__ import annotations
@@ -23,16 +24,18 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import os
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import silas_exp
 from silas_exp.data.suites.memo import signature
 from silas_exp.plugins import BUILT_IN, Kind
+from silas_exp.records import write_bytes_atomic
+
+T = TypeVar("T")
 
 
 @lru_cache(maxsize=1)
@@ -74,11 +77,20 @@ def exclusive(entry: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def computed_once(entry: Path, read: Callable[[Path], T | None], compute: Callable[[], T],
+                  write: Callable[[Path, T], object]) -> T:
+    """The entry's value: read, or computed and written by the first process
+    that needs it while the others wait on its lock."""
+    with exclusive(entry):
+        value = read(entry)
+        if value is None:
+            value = compute()
+            write(entry, value)
+    return value
+
+
 def write_pickle(entry: Path, value: Any) -> None:
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-    tmp.replace(entry)
+    write_bytes_atomic(entry, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def read_pickle(entry: Path) -> Any | None:

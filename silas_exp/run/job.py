@@ -184,12 +184,10 @@ class _CaseRunner:
         entry = self._reference_entry(key)
         if entry is None:
             return _remember_reference(key, self._replay_reference(case))
-        with disk_cache.exclusive(entry):  # a worker replaying them now: wait and read
-            flushes = disk_cache.read_pickle(entry)
-            if flushes is None:
-                flushes = self._replay_reference(case)
-                disk_cache.write_pickle(entry, flushes)
-        return _remember_reference(key, flushes)
+        # a worker replaying them now: wait and read
+        return _remember_reference(key, disk_cache.computed_once(
+            entry, disk_cache.read_pickle, lambda: self._replay_reference(case),
+            disk_cache.write_pickle))
 
     def _replay_reference(self, case: BenchmarkCase) -> list[Flush]:
         runner = _CaseRunner(self.cfg, self.job, self.loaded, self.llm, DiscardingStore())
@@ -220,12 +218,11 @@ class _CaseRunner:
 
     def _share_reference(self, key: str, flushes: list[Flush]) -> None:
         """The control job's own flushes are the reference: keep them for the
-        variants that other workers run."""
+        variants that other workers run (written whole: a variant that replayed
+        them meanwhile writes the same)."""
         entry = self._reference_entry(key)
         if entry is not None and not entry.is_file():
-            with disk_cache.exclusive(entry):
-                if not entry.is_file():
-                    disk_cache.write_pickle(entry, flushes)
+            disk_cache.write_pickle(entry, flushes)
 
     def probe_case(self, case: BenchmarkCase, calibration: Calibration | None) -> dict[str, float]:
         """A compression-probe case (``expected.mode == "llm_judge"``)."""
@@ -379,12 +376,11 @@ def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
             _CALIBRATIONS[key] = _fit_calibration(cfg, spec, runner, loaded, out_dir)
             return _CALIBRATIONS[key]
         cached = disk_cache.entry_path(cfg.paths.cache, "calibration", key, ".json")
-        with disk_cache.exclusive(cached):  # a worker fitting it now: wait and read its fit
-            if cached.is_file():
-                _CALIBRATIONS[key] = _calibration_from_json(json.loads(cached.read_text()))
-            else:
-                _CALIBRATIONS[key] = _fit_calibration(cfg, spec, runner, loaded, out_dir)
-                write_json_atomic(cached, calibration_to_json(_CALIBRATIONS[key]))
+        _CALIBRATIONS[key] = disk_cache.computed_once(  # a worker fitting it now: wait and read
+            cached,
+            lambda p: _calibration_from_json(json.loads(p.read_text())) if p.is_file() else None,
+            lambda: _fit_calibration(cfg, spec, runner, loaded, out_dir),
+            lambda p, cal: write_json_atomic(p, calibration_to_json(cal)))
     return _CALIBRATIONS[key]
 
 

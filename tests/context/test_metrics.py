@@ -89,7 +89,7 @@ def test_ranking_metrics_equal_grading_every_ranked_item_to_the_bit():
     every ranked item (0 for the rest) gives the same floats."""
     import random
 
-    from silas_exp.metrics.context import NDCG_KS, MRR_KS, RECALL_KS, ranking_metrics
+    from silas_exp.metrics.context import MRR_KS, NDCG_KS, RECALL_KS, ranking_metrics
     from silas_exp.metrics.ir import ranking_metrics_at
 
     rng = random.Random(5)
