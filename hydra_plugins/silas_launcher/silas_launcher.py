@@ -20,6 +20,9 @@ numbers, folders and logs); only where it runs changes.
   ``Reported``: bad input, ``fail_fast``) stops the batch as in the basic
   launcher: no job starts after it, the jobs already running finish (their
   records stay), and the exception is raised in the launching process.
+* ``hydra.launcher.before_fork`` (``module:function``): what the launching
+  process does just before it forks a batch's workers; by default it imports
+  what every job would otherwise import on its own (scipy's stats and optimize).
 * ``hydra.launcher.while_waiting`` (``module:function``): what the launching
   process does while its workers run a batch, instead of only waiting; by
   default it imports what the sweep's report needs (matplotlib, the analysis),
@@ -59,6 +62,9 @@ log = logging.getLogger(__name__)
 class SilasLauncherConf:
     _target_: str = "hydra_plugins.silas_launcher.silas_launcher.SilasLauncher"
     n_jobs: Optional[int] = None  # noqa: UP045  (null: the CPUs this process may use)
+    # module:function the launching process calls just before it forks its
+    # workers: here, importing what every job would otherwise import on its own
+    before_fork: Optional[str] = "silas_exp.run.execute:warm_up"  # noqa: UP045
     # module:function the launching process calls while its workers run a batch
     # (it waits for them otherwise): here, importing what the sweep's report needs
     while_waiting: Optional[str] = "silas_exp.run.sweep_end:prepare"  # noqa: UP045
@@ -135,9 +141,10 @@ def _run_in_worker(i: int) -> "JobReturn | _Raised":
 
 class SilasLauncher(Launcher):
     def __init__(self, n_jobs: Optional[int] = None,  # noqa: UP045
+                 before_fork: Optional[str] = None,  # noqa: UP045
                  while_waiting: Optional[str] = None) -> None:  # noqa: UP045
         super().__init__()
-        self.while_waiting = while_waiting
+        self.before_fork, self.while_waiting = before_fork, while_waiting
         if n_jobs is not None and n_jobs < 1:
             from silas_exp.errors import ConfigError
 
@@ -187,17 +194,17 @@ class SilasLauncher(Launcher):
                     for i, overrides in enumerate(job_overrides)]
         return self._in_workers(list(job_overrides), initial_job_idx, n)
 
-    def _while_waiting(self) -> None:
-        """Call ``while_waiting`` (after the fork: the workers never see what it
-        does); a failure is only logged, the jobs go on."""
-        if not self.while_waiting:
+    def _call(self, hook: str) -> None:
+        """Call the ``module:function`` named by ``hydra.launcher.<hook>``, if
+        any; a failure is only logged, the jobs go on."""
+        target = getattr(self, hook)
+        if not target:
             return
-        module, _, name = self.while_waiting.partition(":")
+        module, _, name = target.partition(":")
         try:
             getattr(importlib.import_module(module), name)()
         except Exception as exc:  # noqa: BLE001
-            log.warning(f"hydra.launcher.while_waiting={self.while_waiting}: "
-                        f"{type(exc).__name__}: {exc}")
+            log.warning(f"hydra.launcher.{hook}={target}: {type(exc).__name__}: {exc}")
 
     def _in_workers(self, job_overrides: List[Sequence[str]], first: int,  # noqa: UP006
                     n: int) -> List[JobReturn]:  # noqa: UP006
@@ -210,20 +217,22 @@ class SilasLauncher(Launcher):
         stop: Optional[BaseException] = None  # noqa: UP045
         running: Dict[Future, int] = {}  # noqa: UP006
         started = 0
+
+        def top_up() -> None:  # start jobs in batch order while there is room and no stop
+            nonlocal started
+            while stop is None and len(running) < n and started < len(job_overrides):
+                running[pool.submit(_run_in_worker, started)] = started
+                started += 1
+
+        self._call("before_fork")
         gc.freeze()  # the workers share the launching process's objects instead of copying them
         pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"),
                                    initializer=_worker_start, initargs=(os.getpid(),))
         try:
-            while True:
-                forked = started > 0
-                while stop is None and len(running) < n and started < len(job_overrides):
-                    running[pool.submit(_run_in_worker, started)] = started  # the first forks all
-                    started += 1
-                if not forked:
-                    gc.unfreeze()
-                    self._while_waiting()
-                if not running:
-                    break
+            top_up()  # the first submission forks every worker
+            gc.unfreeze()
+            self._call("while_waiting")  # after the fork: the workers never see what it does
+            while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     i = running.pop(future)
@@ -233,6 +242,7 @@ class SilasLauncher(Launcher):
                         results[i] = _Raised(exc)
                     if isinstance(results[i], _Raised):
                         stop = stop or results[i].exc
+                top_up()
         except BaseException:  # Ctrl-C in the launching process: running jobs got it too
             pool.shutdown(wait=False, cancel_futures=True)
             raise

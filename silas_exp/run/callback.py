@@ -5,8 +5,7 @@ in the launching process, whatever launcher runs the jobs.
   job (several workers creating a fresh SQLite store at once break it).
 * on_multirun_start: write the sweep's manifest (``sweep.json``) for the jobs;
   the tracker checks its store (a dead one fails before any work, exit 2) and
-  opens the sweep's parent run. Under the default launcher, which forks its
-  workers from this process, import what every job would import on its own.
+  opens the sweep's parent run.
 * on_multirun_end: the end of the sweep (summary, failed jobs, ablation;
   ``silas_exp.run.sweep_end``), handed to the tracker to close the parent run
   (FAILED if any job failed); exit 1 if any job or the summary failed.
@@ -27,15 +26,12 @@ from silas_exp.config import ExperimentConfig, validate
 from silas_exp.errors import SweepFailed, TrackingError
 from silas_exp.exits import Reported
 from silas_exp.records import SweepManifest, remove_sweep_end, write_manifest
-from silas_exp.run.execute import warm_up
 from silas_exp.run.progress import planned_jobs
 from silas_exp.run.sweep_end import end_of_sweep
 from silas_exp.tracking.jobs import experiment_name
 from silas_exp.tracking.parent import sweep_command
 from silas_exp.tracking.tracker import make_tracker
 from silas_exp.variants import swept_keys
-
-FORKING_LAUNCHER = "SilasLauncher"  # hydra_plugins.silas_launcher: workers forked from this process
 
 
 def _experiment(config: DictConfig) -> ExperimentConfig | None:
@@ -76,8 +72,6 @@ class SweepCallback(Callback):
         write_manifest(sweep_dir, manifest)
         remove_sweep_end(sweep_dir)  # a sweep run before into the same folder ended, not this one
         tracker.start_sweep(sweep_dir, manifest, list(config.hydra.overrides.task))
-        if str(config.hydra.launcher.get("_target_", "")).endswith(FORKING_LAUNCHER):
-            warm_up()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns an exception raised here into a warning and exit code 0:

@@ -29,9 +29,10 @@ from silas_exp.variants import variant_name
 
 def warm_up() -> None:
     """Import in the launching process what a job imports on first use (scipy's
-    stats and optimize: ~0.5 s of CPU each). Workers forked from that process
-    (the default launcher) start with them instead of each importing them again,
-    and the end of the sweep needs scipy.stats anyway."""
+    stats and optimize: ~0.5 s of CPU each). The default launcher calls this
+    before it forks its workers (``hydra.launcher.before_fork``), so they start
+    with them instead of each importing them again; the end of the sweep needs
+    scipy.stats anyway."""
     import scipy.optimize  # noqa: F401
     import scipy.stats  # noqa: F401
 

@@ -9,7 +9,8 @@ that would follow (a config loader no longer pickles).
   applications in subprocesses.
 * The forked workers: jobs side by side in batch order, a job's BaseException
   stops the batch without losing finished work, a dying worker fails the sweep
-  instead of hanging, ``while_waiting`` runs in the launching process only.
+  instead of hanging, ``before_fork`` runs before the workers exist and
+  ``while_waiting`` after, in the launching process only.
 """
 
 from __future__ import annotations
@@ -152,6 +153,16 @@ def test_while_waiting_runs_once_in_this_process_after_the_fork(hydra_sweep_runn
     with _sweep(hydra_sweep_runner, tmpdir, _report_waited, "hydra.launcher.n_jobs=2",
                 f"hydra.launcher.while_waiting={__name__}:note_waiting", "+a=0,1,2") as sweep:
         assert [r.return_value for r in sweep.returns[0]] == [0, 0, 0]
+    assert WAITED == [os.getpid()]
+
+
+@pytest.mark.usefixtures("hydra_restore_singletons")
+def test_before_fork_runs_in_this_process_and_the_workers_start_with_it(hydra_sweep_runner, tmpdir):
+    WAITED.clear()
+    with _sweep(hydra_sweep_runner, tmpdir, _report_waited, "hydra.launcher.n_jobs=2",
+                f"hydra.launcher.before_fork={__name__}:note_waiting",
+                "hydra.launcher.while_waiting=null", "+a=0,1,2") as sweep:
+        assert [r.return_value for r in sweep.returns[0]] == [1, 1, 1]
     assert WAITED == [os.getpid()]
 
 
