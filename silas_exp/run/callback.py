@@ -4,8 +4,9 @@ in the launching process, whatever launcher runs the jobs.
 * on_run_start: the tracker creates its store and experiment once, before the
   job (several workers creating a fresh SQLite store at once break it).
 * on_multirun_start: write the sweep's manifest (``sweep.json``) for the jobs;
-  the tracker checks its store (a dead one fails before any work, exit 2) and
-  opens the sweep's parent run.
+  the tracker checks its store (a dead one fails before any work, exit 2), a
+  suite that every job shares is loaded once (a broken one fails before any
+  work, exit 2), and the tracker opens the sweep's parent run.
 * on_multirun_end: the end of the sweep (summary, failed jobs, ablation;
   ``silas_exp.run.sweep_end``), handed to the tracker to close the parent run
   (FAILED if any job failed); exit 1 if any job or the summary failed.
@@ -23,9 +24,11 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from silas_exp.config import ExperimentConfig, validate
-from silas_exp.errors import SweepFailed, TrackingError
+from silas_exp.data.suites.memo import load_suite_cached
+from silas_exp.errors import SuiteError, SweepFailed, TrackingError
 from silas_exp.exits import Reported
 from silas_exp.records import SweepManifest, remove_sweep_end, write_manifest
+from silas_exp.run.console import report
 from silas_exp.run.progress import planned_jobs
 from silas_exp.run.sweep_end import end_of_sweep
 from silas_exp.tracking.jobs import experiment_name
@@ -55,6 +58,24 @@ def new_manifest(config: DictConfig, cfg: ExperimentConfig | None) -> SweepManif
                                 str(sweeper.get("_target_", ""))))
 
 
+# swept keys that can give jobs different suites: their suite is checked by each job
+_SUITE_KEYS = ("suite", "experiment", "paths")
+
+
+def check_suite(cfg: ExperimentConfig | None, swept: list[str]) -> None:
+    """Load the sweep's suite once here when every job has the same one: a
+    broken suite file stops the sweep before any job, with one message (not
+    one per worker) and exit 2. Jobs in this process, or forked from it, reuse
+    the loaded suite (``load_suite_cached``)."""
+    if cfg is None or any(key.split(".")[0] in _SUITE_KEYS for key in swept):
+        return
+    try:
+        load_suite_cached(cfg.suite.path)
+    except SuiteError as exc:
+        report(exc, "bad input")
+        raise Reported(exc) from None
+
+
 class SweepCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         make_tracker(_experiment(config)).prepare()
@@ -69,6 +90,7 @@ class SweepCallback(Callback):
         except TrackingError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise Reported(exc) from None
+        check_suite(cfg, manifest.swept_keys)
         write_manifest(sweep_dir, manifest)
         remove_sweep_end(sweep_dir)  # a sweep run before into the same folder ended, not this one
         tracker.start_sweep(sweep_dir, manifest, list(config.hydra.overrides.task))

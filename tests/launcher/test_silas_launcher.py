@@ -99,3 +99,15 @@ def test_jobs_that_write_mlflow_themselves_use_their_own_connections(cli, tmp_pa
     children = [r for r in runs if r.data.tags.get("silas.kind") != "sweep"]
     assert len(children) == 6 and all(r.info.status == "FINISHED" for r in runs)
     assert all("context.retrieval_relevance" in r.data.metrics for r in children)
+
+
+def test_a_broken_suite_every_job_shares_is_reported_once_before_any_job(cli, tmp_path):
+    bad = tmp_path / "broken"
+    (bad / "cases").mkdir(parents=True)
+    (bad / "suite.json").write_text((REPO / "suites" / "smoke" / "suite.json").read_text())
+    (bad / "cases" / "bad.json").write_text('{"case_id": "x", "input": ')
+    proc = cli("-m", "scorer=heuristic,weights", "repeats=2", f"suite.path={bad}", "tracking=none",
+               "hydra.launcher.n_jobs=2")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.count(f"{bad / 'cases' / 'bad.json'}: not valid JSON") == 1, proc.stderr
+    assert not list((tmp_path / "multirun").glob("*/job.json"))  # no job started
