@@ -82,8 +82,14 @@ Step = Callable[[Window, int], None]
 def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudget,
            stats: ReplayStats) -> ReplayStats:
     by_turn: dict[int, list] = defaultdict(list)
+    # the subscriptions refreshed at each turn (a subscription's refresh turns
+    # come with it): a turn looks at those, not at every subscription
+    refreshed: dict[int, dict[str, None]] = defaultdict(dict)
     for item in session.items:
         by_turn[item.turn].append(item)
+        if item.kind == "subscription":
+            for t in item.refreshed_turns:
+                refreshed[t][item.ctx_id] = None
     needs: dict[int, list] = defaultdict(list)
     for ref in truth.references:
         needs[ref.turn].append(ref)
@@ -105,8 +111,9 @@ def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudge
             if it is not None:
                 it.last_ref = turn
             stats.needs.append(NeedEvent(turn, ref.ctx_id, ref.grade, served))
-        for it in window.of_kind("subscription"):
-            if turn in it.refreshed_turns:
+        for ctx_id in refreshed.get(turn, ()):
+            it = window.get(ctx_id)
+            if it is not None and it.kind == "subscription" and turn in it.refreshed_turns:
                 it.restore()
                 it.last_ref = turn
         step(window, turn)

@@ -71,8 +71,8 @@ def candidate_records(chosen: list[LiveItem], scores: dict[str, float],
     """A proposal's candidates. Their scores come from the scorer, from outside
     the harness: one that is not a float in [0, 1] goes through the schema
     model, which coerces it (an int) or raises its validation error."""
-    records = tuple(CandidateRecord(i.ctx_id, i.zone, scores[i.ctx_id], i.age(turn), i.tokens)
-                    for i in chosen)
+    records = tuple([CandidateRecord(i.ctx_id, i.zone, scores[i.ctx_id], max(0, turn - i.last_ref),
+                                     i.tokens) for i in chosen])  # LiveItem.age inlined
     if all(type(c.relevance_score) is float and 0.0 <= c.relevance_score <= 1.0 for c in records):
         return records
     return tuple(CandidateRecord(**EvictionCandidate(**c._asdict()).model_dump()) for c in records)
@@ -103,12 +103,18 @@ class TwoTierEviction:
         self._rng = np.random.default_rng(seed)
 
     # -- tier 1 ---------------------------------------------------------------
-    def _caps(self, window: Window) -> dict[ContextZone, int]:
+    def _cached_caps(self, window: Window) -> dict[ContextZone, int]:
+        """The zone caps, shared: read them, never change them."""
         system = window.zone_usage(ContextZone.SYSTEM)
-        if system not in self._caps_by_system:  # the caps move only with the system zone
-            self._caps_by_system[system] = {z: int(b * self.s.zone_cap_factor) for z, b in
-                                            zone_budgets(self.shares, self.budget, system).items()}
-        return dict(self._caps_by_system[system])
+        caps = self._caps_by_system.get(system)
+        if caps is None:  # the caps move only with the system zone
+            caps = self._caps_by_system[system] = {
+                z: int(b * self.s.zone_cap_factor)
+                for z, b in zone_budgets(self.shares, self.budget, system).items()}
+        return caps
+
+    def _caps(self, window: Window) -> dict[ContextZone, int]:
+        return dict(self._cached_caps(window))
 
     def tier1(self, window: Window, turn: int) -> None:
         st = self.stats
@@ -117,8 +123,9 @@ class TwoTierEviction:
         st.trivial_dropped += len(dropped)
         st.subscriptions_deactivated += deactivate_stale_subscriptions(window, turn, self.budget)
         evicted = list(dropped)
-        for zone, cap in self._caps(window).items():
-            evicted += evict_by_zone_policy(window, zone, cap, turn)
+        for zone, cap in self._cached_caps(window).items():
+            if window.zone_usage(zone) > cap:  # (evict_by_zone_policy's own first check)
+                evicted += evict_by_zone_policy(window, zone, cap, turn)
         st.evictions += [(turn, cid) for cid in evicted]
 
     # -- tier 2 ---------------------------------------------------------------
@@ -186,20 +193,22 @@ class TwoTierEviction:
             # a kept-back item keeps its whole coherence group
             kept_groups = {i.group for i in chosen if i.ctx_id in excluded and i.group}
             excluded = excluded | {i.ctx_id for i in chosen if i.group in kept_groups}
-        for i in chosen:
-            self.stats.candidate_scores.append(scores[i.ctx_id])
-            self.stats.candidate_excluded.append(i.ctx_id in excluded)
-            self.stats.candidate_turns.append(turn)
-            self.stats.candidate_ids.append(i.ctx_id)
-        if self.stats.flush_log is not None:
+        st = self.stats
+        ids = [i.ctx_id for i in chosen]
+        kept = [cid in excluded for cid in ids]
+        st.candidate_scores += [scores[cid] for cid in ids]
+        st.candidate_excluded += kept
+        st.candidate_turns += [turn] * len(ids)
+        st.candidate_ids += ids
+        if st.flush_log is not None:
             # labels for exclusion prediction: the main model's own keep-backs
-            self.stats.flush_log.append(Flush(turn, tuple(i.snapshot() for i in chosen),
-                                              tuple(i.ctx_id in said for i in chosen)))
-        self.scorer.observe(chosen, [i.ctx_id in excluded for i in chosen], turn)
-        for i in chosen:
-            if i.ctx_id not in excluded:
-                window.evict(i.ctx_id)
-                self.stats.evictions.append((turn, i.ctx_id))
+            st.flush_log.append(Flush(turn, tuple(i.snapshot() for i in chosen),
+                                      tuple(cid in said for cid in ids)))
+        self.scorer.observe(chosen, kept, turn)
+        for cid, k in zip(ids, kept, strict=True):
+            if not k:
+                window.evict(cid)
+                st.evictions.append((turn, cid))
         ceiling = int(self.budget.scorer_threshold_pct * self.budget.total)
         if window.usage() > ceiling:
             self.stats.hard_ceiling_overrides += 1
