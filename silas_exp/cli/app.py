@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from silas_exp.config import validate
 from silas_exp.errors import ConfigError, RunError, SilasExpError, SuiteError
 from silas_exp.exits import BAD_INPUT, FAILED, Reported
-from silas_exp.run.console import report
+from silas_exp.run.console import first_report, report
 from silas_exp.run.execute import execute
 
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
@@ -39,7 +39,8 @@ def run_task(dcfg: DictConfig) -> float:
         return execute(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), multirun,
                        hc.job.num if multirun else 0)
     except (ConfigError, SuiteError) as exc:
-        report(exc, "bad input")
+        if not multirun or first_report(Path(hc.sweep.dir), exc):
+            report(exc, "bad input")
         raise Reported(exc) from None
     except SilasExpError as exc:
         report(exc, "run failed")

@@ -14,6 +14,7 @@ in the launching process, whatever launcher runs the jobs.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import uuid
@@ -28,7 +29,7 @@ from silas_exp.data.suites.memo import load_suite_cached
 from silas_exp.errors import SuiteError, SweepFailed, TrackingError
 from silas_exp.exits import Reported
 from silas_exp.records import SweepManifest, remove_sweep_end, write_manifest
-from silas_exp.run.console import report
+from silas_exp.run.console import SWEEP_TOKEN_ENV, report
 from silas_exp.run.progress import planned_jobs
 from silas_exp.run.sweep_end import end_of_sweep
 from silas_exp.tracking.jobs import experiment_name
@@ -82,6 +83,7 @@ class SweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir))
+        os.environ[SWEEP_TOKEN_ENV] = uuid.uuid4().hex  # jobs report a shared bad input once
         cfg = _experiment(config)
         tracker = make_tracker(cfg)
         manifest = new_manifest(config, cfg)

@@ -31,6 +31,35 @@ def report(exc: BaseException, what: str) -> None:
         print("(run with --verbose for the full traceback)", file=sys.stderr)
 
 
+# set by the sweep callback in the launching process, inherited by its jobs:
+# one value per invocation of a sweep (a resumed sweep reports afresh)
+SWEEP_TOKEN_ENV = "SILAS_EXP_SWEEP_TOKEN"
+
+
+def first_report(sweep_dir: Path, exc: BaseException) -> bool:
+    """Whether no other job of this invocation of the sweep has reported the
+    same error yet. Jobs running side by side (forked workers) that fail on the
+    same bad input (a value every job shares) would each print the same
+    paragraph; the first to fail claims the message (a file named by the
+    invocation and the message's digest, created exclusively under the sweep
+    folder's ``.reported/``) and only it prints. A different message prints."""
+    token = os.environ.get(SWEEP_TOKEN_ENV)
+    if not token:
+        return True
+    import hashlib
+
+    seen = sweep_dir / ".reported"
+    name = f"{token}-{hashlib.sha256(str(exc).encode()).hexdigest()[:16]}"
+    try:
+        seen.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(seen / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    except OSError:  # a folder that cannot be written: print, as without it
+        return True
+    return True
+
+
 def job_label(job: JobSpec, multirun: bool, job_num: int) -> str:
     return f"[job {job_num}] {job.variant}#r{job.repeat}" if multirun else f"[run] {job.variant}"
 

@@ -111,3 +111,13 @@ def test_a_broken_suite_every_job_shares_is_reported_once_before_any_job(cli, tm
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.count(f"{bad / 'cases' / 'bad.json'}: not valid JSON") == 1, proc.stderr
     assert not list((tmp_path / "multirun").glob("*/job.json"))  # no job started
+
+
+def test_a_bad_value_every_running_job_shares_prints_once_per_invocation(cli, tmp_path):
+    args = ("-m", "repeat=0,1,2", "scorer=weights", "scorer.l2=-3", "tracking=none",
+            "hydra.launcher.n_jobs=2")
+    message = "scorer.l2 = -3: input should be greater than or equal to 0"
+    for _ in range(2):  # the same broken command again, into the same sweep folder: reported again
+        proc = cli(*args)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert proc.stderr.count(message) == 1, proc.stderr
