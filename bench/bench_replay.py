@@ -177,8 +177,8 @@ def count_instructions(ns: argparse.Namespace, turns: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--scorer", default="heuristic",
-                        help="a scorer that needs no calibration: heuristic, online, oracle, random")
+    parser.add_argument("--scorer", default="heuristic", choices=("heuristic", "online", "oracle", "random"),
+                        help="a scorer that needs neither a calibration nor a prompt template")
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3, help="passes; the best one is reported")
