@@ -18,10 +18,15 @@ the earlier ones without a ``format`` key, whose per-case results are inside
 ``run.results`` (the first of them kept a case's eviction order in
 ``actual_output``). A file of a newer schema, or one that is not valid JSON,
 raises ``RecordError`` naming the file and what to do.
+
+The file primitives every process of a sweep writes with live here too: a
+whole-file write a reader never sees half of, and a lock beside a file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -107,6 +112,19 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
     tmp.write_bytes(data)
     tmp.replace(path)
     return path
+
+
+@contextlib.contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Hold ``path``'s lock (``<path>.lock`` beside it) until the block ends,
+    across processes; the kernel drops it if the process dies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> Path:

@@ -20,12 +20,10 @@ model, a second computation would be paid twice).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import pickle
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,7 +31,7 @@ from typing import Any, TypeVar
 import silas_exp
 from silas_exp.data.suites.memo import signature
 from silas_exp.plugins import BUILT_IN, Kind
-from silas_exp.records import write_bytes_atomic
+from silas_exp.records import exclusive, write_bytes_atomic
 
 T = TypeVar("T")
 
@@ -62,19 +60,6 @@ def cache_key(parts: dict[str, Any], suite_root: Path) -> str:
 
 def entry_path(cache_root: str | Path, kind: str, key: str, suffix: str) -> Path:
     return Path(cache_root) / kind / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}{suffix}"
-
-
-@contextlib.contextmanager
-def exclusive(entry: Path) -> Iterator[None]:
-    """Hold ``entry``'s lock (a file beside it) until the block ends; the kernel
-    drops it if the process dies."""
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    with open(entry.with_name(entry.name + ".lock"), "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def computed_once(entry: Path, read: Callable[[Path], T | None], compute: Callable[[], T],

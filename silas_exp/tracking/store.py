@@ -10,13 +10,12 @@ in batches (per-call logging costs ~2.3 ms on SQLite, ~50 ms via a server).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +27,7 @@ from mlflow.exceptions import MlflowException  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 from silas_exp.errors import TrackingError  # noqa: E402
+from silas_exp.records import exclusive  # noqa: E402
 from silas_exp.tracking.payload import EXPERIMENT_KIND  # noqa: E402
 
 T = TypeVar("T")
@@ -68,25 +68,15 @@ def artifact_root_for(uri: str, artifact_root: str | None) -> str | None:
 
 
 class _WriteLock:
-    """Serialises writes to a SQLite store across processes (fcntl lock on
-    ``<db>.lock``) and retries "database is locked"; MLflow's SQLite store has
-    neither. A no-op for server and other database URIs."""
+    """Serialises writes to a SQLite store across processes (``records.exclusive``,
+    a lock on ``<db>.lock``) and retries "database is locked"; MLflow's SQLite
+    store has neither. A no-op for server and other database URIs."""
 
     def __init__(self, db: Path | None, retries: int = 8) -> None:
-        self.path = Path(str(db) + ".lock") if db is not None else None
-        self.retries = retries
+        self.db, self.retries = db, retries
 
-    @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
-        if self.path is None:
-            yield
-            return
-        with open(self.path, "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def held(self) -> contextlib.AbstractContextManager[None]:
+        return exclusive(self.db) if self.db is not None else contextlib.nullcontext()
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         for attempt in range(self.retries):
