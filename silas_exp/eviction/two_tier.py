@@ -103,8 +103,9 @@ class TwoTierEviction:
         self._rng = np.random.default_rng(seed)
 
     # -- tier 1 ---------------------------------------------------------------
-    def _cached_caps(self, window: Window) -> dict[ContextZone, int]:
-        """The zone caps, shared: read them, never change them."""
+    def _caps(self, window: Window) -> dict[ContextZone, int]:
+        """The zone caps, cached and shared: read them, never change them
+        (``evict_by_zone_policy`` and ``evict_to_total`` only read them)."""
         system = window.zone_usage(ContextZone.SYSTEM)
         caps = self._caps_by_system.get(system)
         if caps is None:  # the caps move only with the system zone
@@ -113,9 +114,6 @@ class TwoTierEviction:
                 for z, b in zone_budgets(self.shares, self.budget, system).items()}
         return caps
 
-    def _caps(self, window: Window) -> dict[ContextZone, int]:
-        return dict(self._cached_caps(window))
-
     def tier1(self, window: Window, turn: int) -> None:
         st = self.stats
         st.masked += int(mask_old_tool_results(window, turn, self.budget) > 0)
@@ -123,9 +121,8 @@ class TwoTierEviction:
         st.trivial_dropped += len(dropped)
         st.subscriptions_deactivated += deactivate_stale_subscriptions(window, turn, self.budget)
         evicted = list(dropped)
-        for zone, cap in self._cached_caps(window).items():
-            if window.zone_usage(zone) > cap:  # (evict_by_zone_policy's own first check)
-                evicted += evict_by_zone_policy(window, zone, cap, turn)
+        for zone, cap in self._caps(window).items():
+            evicted += evict_by_zone_policy(window, zone, cap, turn)
         st.evictions += [(turn, cid) for cid in evicted]
 
     # -- tier 2 ---------------------------------------------------------------
