@@ -4,6 +4,7 @@ progress), the dry-run estimate, warnings, and an error in one paragraph
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import sys
@@ -46,8 +47,6 @@ def first_report(sweep_dir: Path, exc: BaseException) -> bool:
     token = os.environ.get(SWEEP_TOKEN_ENV)
     if not token:
         return True
-    import hashlib
-
     seen = sweep_dir / ".reported"
     name = f"{token}-{hashlib.sha256(str(exc).encode()).hexdigest()[:16]}"
     try:
