@@ -1,15 +1,26 @@
 """Replay throughput: turns per CPU-second (one process = one core) on sessions
 with <= 500 live items.
 
-    python bench/bench_replay.py [--scorer heuristic] [--sessions 8] [--turns 200]
-                                 [--repeats 3] [--store :memory:] [--gc job] [--breakdown]
-                                 [--instructions] [--quick]
+    python bench/bench_replay.py [--workload both] [--scorer heuristic] [--sessions 8]
+                                 [--turns 200] [--repeats 3] [--store :memory:] [--gc job]
+                                 [--breakdown] [--instructions] [--quick]
 
-Target: >= 20,000 turns per CPU-second. Measures the context manager, Tier 1,
-Tier 2 with the control scorer and the simulated main model's keep-backs
-(feedback store in memory unless ``--store`` names a file), excluding suite
-loading and session generation. Sessions are generated at 3x over budget
-(budget = the Tier-1-only peak / 3, as the shipped suites size theirs).
+Target: >= 20,000 turns per CPU-second for two-tier eviction. Two workloads,
+each replaying the same sessions through the context manager:
+
+- ``eviction``: two-tier eviction as the design names it -- Tier 1's
+  heuristics, then Tier 2 with the control scorer (ranking, coherence
+  groups, proposal, eviction, breaker) -- with ``keepbacks=false``: no
+  feedback loop. This is the headline (``turns_per_s``).
+- ``feedback-loop``: the same plus the feedback loop of section 19: the
+  simulated main model's keep-backs on every proposal and their rows in the
+  feedback store (in memory unless ``--store`` names a file). What a job of
+  the default sweep replays.
+
+Suite loading and session generation are left out. Sessions are generated at
+3x over budget (budget = the Tier-1-only peak / 3, as the shipped suites size
+theirs). The two workloads evict differently (keep-backs hold items in the
+window), so their windows differ too.
 
 CPU time (``time.process_time``) is the headline because the machine may be
 shared: ``turns_per_s`` is turns per CPU-second, ``turns_per_wall_s`` the same
@@ -17,10 +28,10 @@ over wall time. Each figure is the best of ``--repeats`` passes over the
 sessions, under a job's garbage-collector thresholds
 (``silas_exp.run.gc_policy``; ``--gc default`` for CPython's).
 
-``--breakdown`` adds one pass with CPU timers around Tier 1, Tier 2, the
-scorer, the keep-backs, the store's writes and the garbage collector, and
-reports each in microseconds per turn (the timers cost ~1 us a call; the
-headline passes run without them).
+``--breakdown`` adds one pass per workload with CPU timers around Tier 1,
+Tier 2, the scorer, the keep-backs, the store's writes and the garbage
+collector, and reports each in microseconds per turn (the timers cost ~1 us a
+call; the headline passes run without them).
 
 ``--instructions`` adds the figure that does not move with the machine's
 load: CPU instructions per turn, counted by valgrind's callgrind (Debian
@@ -29,9 +40,10 @@ with one pass over the sessions and once with two, and reports the
 difference per turn: one warm pass, set-up and imports left out. Counts
 repeat to within a few instructions per turn from run to run where CPU
 seconds wander by tens of percent on a shared 2-core machine, so compare
-code changes with it. It costs about a minute per 1,000 turns.
+code changes with it. It costs about a minute per 1,000 turns and workload.
 
-Writes bench/results/replay.json.
+Writes bench/results/replay.json: the headline workload's figures at the top
+level, each workload's under ``workloads``.
 """
 
 from __future__ import annotations
@@ -63,6 +75,10 @@ from silas_exp.scorers import ScorerContext, build_scorer, validate_scorer_setti
 
 REPO = Path(__file__).resolve().parents[1]
 HORIZON = 20  # the oracle scorer's look-ahead (metrics.horizon)
+TARGET = 20_000  # turns per CPU-second, for the headline workload
+# workload -> whether the main model's keep-backs (and so the feedback store) run
+WORKLOADS = {"eviction": False, "feedback-loop": True}
+HEADLINE = "eviction"
 
 
 class Timers:
@@ -101,9 +117,10 @@ class Timers:
             self._spent("garbage collection", time.process_time() - self._gc_start)
 
 
-def one_pass(sessions, settings, store_path: str,
+def one_pass(sessions, settings, store_path: str, keepbacks: bool,
              timers: Timers | None = None) -> tuple[int, float, float]:
-    """Replay every session once; (turns, CPU seconds, wall seconds)."""
+    """Replay every session once; (turns, CPU seconds, wall seconds). Without
+    ``keepbacks`` no proposal reaches the main model and the store stays empty."""
     llm = build_client(LLMSettings(cache_mode="off"), seed=1, cache_dir=None)
     store = FeedbackStore(store_path)
     if timers:
@@ -118,7 +135,7 @@ def one_pass(sessions, settings, store_path: str,
             oracle=lambda cid, t, oracle=oracle: oracle.need_score(cid, t, HORIZON)))
         broker = KeepBackBroker(MainModelSettings("claude-sonnet-4-5", "simulated"), llm, store,
                                 s.session_id, 1, oracle.max_grade_within)
-        strategy = TwoTierEviction(TwoTierSettings(), budget, PROFILES[s.profile], scorer, broker,
+        strategy = TwoTierEviction(TwoTierSettings(keepbacks=keepbacks), budget, PROFILES[s.profile], scorer, broker,
                                    stats, s.scope_id)
         if timers:
             strategy.tier1 = timers.wrap("tier 1", strategy.tier1)
@@ -133,14 +150,14 @@ def one_pass(sessions, settings, store_path: str,
     return turns, cpu, wall
 
 
-def run_passes(sessions, settings, store: str, count: int,
+def run_passes(sessions, settings, store: str, count: int, keepbacks: bool,
                timers: Timers | None = None) -> list[tuple[int, float, float]]:
     """``count`` passes, each with a fresh feedback store: in memory, or
     (``store`` not ``:memory:``) a new SQLite file in a temporary folder."""
     with tempfile.TemporaryDirectory() as tmp:
         return [one_pass(sessions, settings,
                          ":memory:" if store == ":memory:" else str(Path(tmp) / f"feedback{r}.sqlite"),
-                         timers)
+                         keepbacks, timers)
                 for r in range(count)]
 
 
@@ -154,7 +171,7 @@ def make_sessions(count: int, turns: int) -> list:
     return sessions
 
 
-def count_instructions(ns: argparse.Namespace, turns: int) -> float:
+def count_instructions(ns: argparse.Namespace, workload: str, turns: int) -> float:
     """Instructions per turn of one warm pass: callgrind's count of a run with
     two passes minus that of a run with one, over the pass's turns."""
     valgrind = shutil.which("valgrind")
@@ -164,7 +181,8 @@ def count_instructions(ns: argparse.Namespace, turns: int) -> float:
     for passes in (1, 2):
         cmd = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
                __file__, "--scorer", ns.scorer, "--sessions", str(ns.sessions), "--turns",
-               str(ns.turns), "--store", ns.store, "--gc", ns.gc, "--passes-only", str(passes)]
+               str(ns.turns), "--store", ns.store, "--gc", ns.gc, "--workload", workload,
+               "--passes-only", str(passes)]
         # one hash seed: dict and set layouts, and so the instructions, repeat exactly
         proc = subprocess.run(cmd, capture_output=True, text=True,
                               env={**os.environ, "PYTHONHASHSEED": "0"})
@@ -177,6 +195,8 @@ def count_instructions(ns: argparse.Namespace, turns: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--workload", default="both", choices=(*WORKLOADS, "both"),
+                        help="two-tier eviction alone, with the feedback loop, or both (default)")
     parser.add_argument("--scorer", default="heuristic", choices=("heuristic", "online", "oracle", "random"),
                         help="a scorer that needs neither a calibration nor a prompt template")
     parser.add_argument("--sessions", type=int, default=8)
@@ -198,43 +218,58 @@ def main() -> None:
         ns.sessions, ns.turns, ns.repeats = 2, 40, 1
     if ns.gc == "job":
         gc_policy.tune_for_jobs()
+    workloads = list(WORKLOADS) if ns.workload == "both" else [ns.workload]
     sessions = make_sessions(ns.sessions, ns.turns)
     settings = validate_scorer_settings({"name": ns.scorer})
     if ns.passes_only:
-        run_passes(sessions, settings, ns.store, ns.passes_only)
+        for workload in workloads:
+            run_passes(sessions, settings, ns.store, ns.passes_only, WORKLOADS[workload])
         return
     items = [len(s.items) for s, _, _ in sessions]
-    passes = run_passes(sessions, settings, ns.store, max(ns.repeats, 1))
+    print(f"{ns.sessions} sessions of {ns.turns} turns ({min(items)}-{max(items)} items), "
+          f"scorer {ns.scorer}; target for two-tier eviction >= {TARGET:,} turns per CPU-second")
+    result: dict = {"scorer": ns.scorer, "gc": ns.gc, "gc_thresholds": gc.get_threshold(),
+                    "sessions": ns.sessions, "store": ns.store, "items_per_session": items,
+                    "target_turns_per_s": TARGET, "workloads": {}}
+    for workload in workloads:
+        result["workloads"][workload] = measure(ns, workload, sessions, settings)
+    headline = HEADLINE if HEADLINE in workloads else workloads[0]
+    result.update(headline=headline, **{k: v for k, v in result["workloads"][headline].items()
+                                        if k not in ("us_per_turn_by_part",)})
+    save("replay", result)
+
+
+def measure(ns: argparse.Namespace, workload: str, sessions, settings) -> dict:
+    """One workload's figures, printed as they come."""
+    keepbacks = WORKLOADS[workload]
+    passes = run_passes(sessions, settings, ns.store, max(ns.repeats, 1), keepbacks)
     turns = passes[0][0]
     cpu = min(p[1] for p in passes)
     wall = min(p[2] for p in passes)
     rate, wall_rate = turns / cpu, turns / wall
-    result = {"scorer": ns.scorer, "gc": ns.gc, "gc_thresholds": gc.get_threshold(),
-              "sessions": ns.sessions, "turns": turns, "store": ns.store,
-              "items_per_session": items, "repeats": len(passes), "seconds": cpu,
-              "wall_seconds": wall, "turns_per_s": rate, "turns_per_wall_s": wall_rate,
+    result = {"turns": turns, "repeats": len(passes), "seconds": cpu, "wall_seconds": wall,
+              "turns_per_s": rate, "turns_per_wall_s": wall_rate,
               "cpu_seconds_per_pass": [p[1] for p in passes],
               "wall_seconds_per_pass": [p[2] for p in passes]}
-    print(f"{turns} turns over {ns.sessions} sessions ({min(items)}-{max(items)} items), best of "
-          f"{len(passes)}: {cpu:.3f} CPU-s = {rate:,.0f} turns per CPU-second (target >= 20,000); "
-          f"wall {wall:.3f} s = {wall_rate:,.0f} turns/s")
+    print(f"{workload:14s} {turns} turns, best of {len(passes)}: {cpu:.3f} CPU-s = "
+          f"{rate:,.0f} turns per CPU-second; wall {wall:.3f} s = {wall_rate:,.0f} turns/s")
     if ns.breakdown:
         timers = Timers()
         gc.callbacks.append(timers.on_gc)
-        [(_, timed_cpu, _)] = run_passes(sessions, settings, ns.store, 1, timers)
+        [(_, timed_cpu, _)] = run_passes(sessions, settings, ns.store, 1, keepbacks, timers)
         gc.callbacks.remove(timers.on_gc)
         parts = {name: 1e6 * cpu / turns for name, cpu in timers.cpu.items()}
         parts["rest (new items, needs, bookkeeping)"] = 1e6 * (timed_cpu - sum(timers.cpu.values())) / turns
         result["us_per_turn_by_part"] = parts
-        print(f"CPU per turn by part (one timed pass, {1e6 * timed_cpu / turns:.1f} us a turn; "
-              f"20,000 turns/s allows 50 us):")
+        print(f"  CPU per turn by part (one timed pass, {1e6 * timed_cpu / turns:.1f} us a turn; "
+              f"{TARGET:,} turns/s allows {1e6 / TARGET:.0f} us):")
         for name, us in parts.items():
-            print(f"  {name:40s} {us:7.1f} us")
+            print(f"    {name:40s} {us:7.1f} us")
     if ns.instructions:
-        result["instructions_per_turn"] = count_instructions(ns, turns)
-        print(f"CPU instructions per turn (callgrind, one warm pass): "
+        result["instructions_per_turn"] = count_instructions(ns, workload, turns)
+        print(f"  CPU instructions per turn (callgrind, one warm pass): "
               f"{result['instructions_per_turn']:,.0f}")
-    save("replay", result)
+    return result
 
 
 if __name__ == "__main__":

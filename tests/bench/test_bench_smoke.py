@@ -42,18 +42,27 @@ def test_bench_quick_run(tmp_path, script, name, keys):
 
 
 def test_replay_breakdown_accounts_for_every_part(tmp_path):
-    """--breakdown splits a timed pass into parts that add up to it, none negative
-    (each part is net of the parts timed inside it)."""
+    """--breakdown splits each workload's timed pass into parts that add up to it,
+    none negative (each part is net of the parts timed inside it); two-tier
+    eviction alone never reaches the main model, the feedback loop does."""
     env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path)}
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "bench_replay.py"), "--quick",
                            "--breakdown"], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    parts = json.loads((tmp_path / "replay.json").read_text())["us_per_turn_by_part"]
-    assert {"tier 1", "tier 2 (own work)", "tier 2: scorer", "tier 2: keep-backs",
-            "store writes", "garbage collection"} <= set(parts)
-    assert all(us > -1.0 for us in parts.values()), parts
-    assert parts["tier 1"] > 0 and parts["tier 2: keep-backs"] > 0
+    result = json.loads((tmp_path / "replay.json").read_text())
+    assert result["headline"] == "eviction"
+    assert result["turns_per_s"] == result["workloads"]["eviction"]["turns_per_s"]
+    for workload in ("eviction", "feedback-loop"):
+        parts = result["workloads"][workload]["us_per_turn_by_part"]
+        assert {"tier 1", "tier 2 (own work)", "tier 2: scorer", "tier 2: keep-backs",
+                "store writes", "garbage collection"} <= set(parts)
+        assert all(us > -1.0 for us in parts.values()), parts
+        assert parts["tier 1"] > 0 and parts["tier 2: scorer"] > 0
+    assert result["workloads"]["eviction"]["us_per_turn_by_part"]["tier 2: keep-backs"] == 0
+    # the store's one flush at close, with nothing to write: under a timer call's cost
+    assert result["workloads"]["eviction"]["us_per_turn_by_part"]["store writes"] < 1.0
+    assert result["workloads"]["feedback-loop"]["us_per_turn_by_part"]["tier 2: keep-backs"] > 0
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
@@ -65,4 +74,8 @@ def test_replay_counts_instructions_per_turn(tmp_path):
                            "--instructions"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert 1e4 < json.loads((tmp_path / "replay.json").read_text())["instructions_per_turn"] < 1e8
+    workloads = json.loads((tmp_path / "replay.json").read_text())["workloads"]
+    counts = {name: figures["instructions_per_turn"] for name, figures in workloads.items()}
+    assert all(1e4 < count < 1e8 for count in counts.values()), counts
+    # the feedback loop does everything eviction alone does, and keep-backs on top
+    assert counts["feedback-loop"] > counts["eviction"], counts
