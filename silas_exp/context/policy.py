@@ -44,7 +44,11 @@ def deactivate_stale_subscriptions(window: Window, turn: int, budget: TokenBudge
     for it in window.of_kind("subscription"):
         if not it.active:
             continue
-        touched = max([it.born, it.last_ref, *[t for t in it.refreshed_turns if t <= turn]])
+        # the latest of its birth, last reference and refreshes up to now
+        touched = it.last_ref if it.last_ref > it.born else it.born
+        for t in it.refreshed_turns:
+            if touched < t <= turn:
+                touched = t
         if turn - touched >= budget.subscription_ttl_turns:
             it.active, it.tokens = False, 0
             count += 1

@@ -24,18 +24,20 @@ class NeedOracle:
     oracle scorer and the metrics. Never handed to a real scorer."""
 
     def __init__(self, truth: SessionTruth) -> None:
-        refs: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        for r in truth.references:
-            refs[r.ctx_id].append((r.turn, r.grade))
-        # per ctx_id, the needs sorted by (turn, grade) as two parallel lists (bisect on turns)
+        # every need in turn order, for "what is needed within the horizon" in one slice
+        self._needs = needs = sorted([(r.turn, r.ctx_id, r.grade) for r in truth.references])
+        self._need_turns = [t for t, _, _ in needs]
+        # per ctx_id, its needs sorted by (turn, grade) as two parallel lists (bisect on
+        # turns): read off the sorted needs, where each item's come in that order
         self._turns: dict[str, list[int]] = {}
         self._grades: dict[str, list[int]] = {}
-        for ctx_id, pairs in refs.items():
-            pairs.sort()
-            self._turns[ctx_id], self._grades[ctx_id] = map(list, zip(*pairs, strict=True))
-        # every need in turn order, for "what is needed within the horizon" in one slice
-        self._needs = sorted((r.turn, r.ctx_id, r.grade) for r in truth.references)
-        self._need_turns = [t for t, _, _ in self._needs]
+        for t, ctx_id, grade in needs:
+            turns = self._turns.get(ctx_id)
+            if turns is None:
+                self._turns[ctx_id], self._grades[ctx_id] = [t], [grade]
+            else:
+                turns.append(t)
+                self._grades[ctx_id].append(grade)
 
     def max_grade_within(self, ctx_id: str, turn: int, horizon: int) -> int:
         """Highest grade of any need of ``ctx_id`` in turns (turn, turn + horizon]."""
