@@ -174,15 +174,23 @@ class TwoTierEviction:
             for unit in units[taken:]:
                 if self._rng.random() < self.s.explore_rate:
                     chosen += unit
-        proposal = ProposalRecord(
-            # deterministic id: reruns of a job reproduce every proposal exactly
-            f"{self.scope_id}:{turn}:{self.stats.proposals}", self.scope_id, turn, datetime.now(UTC),
-            self.scorer.model_id, candidate_records(chosen, scores, turn),
-        )
+        number = self.stats.proposals
         self.stats.proposals += 1
+        ids = [i.ctx_id for i in chosen]
+        chosen_scores = [scores[cid] for cid in ids]
         excluded: frozenset[str] = frozenset()
         said: frozenset[str] = frozenset()
-        if self.s.keepbacks and chosen:
+        if not (self.s.keepbacks and chosen):
+            # no main model sees this proposal, so no record of it is built; the
+            # scorer's scores are checked all the same (candidate_records raises)
+            if not all(type(s) is float and 0.0 <= s <= 1.0 for s in chosen_scores):
+                candidate_records(chosen, scores, turn)
+        else:
+            proposal = ProposalRecord(
+                # deterministic id: reruns of a job reproduce every proposal exactly
+                f"{self.scope_id}:{turn}:{number}", self.scope_id, turn, datetime.now(UTC),
+                self.scorer.model_id, candidate_records(chosen, scores, turn),
+            )
             outcome = self.broker.resolve(proposal, {i.ctx_id: i for i in chosen}, turn)
             excluded = outcome.excluded
             said = excluded  # what the main model itself kept back (before group expansion)
@@ -191,9 +199,8 @@ class TwoTierEviction:
             kept_groups = {i.group for i in chosen if i.ctx_id in excluded and i.group}
             excluded = excluded | {i.ctx_id for i in chosen if i.group in kept_groups}
         st = self.stats
-        ids = [i.ctx_id for i in chosen]
         kept = [cid in excluded for cid in ids]
-        st.candidate_scores += [scores[cid] for cid in ids]
+        st.candidate_scores += chosen_scores
         st.candidate_excluded += kept
         st.candidate_turns += [turn] * len(ids)
         st.candidate_ids += ids

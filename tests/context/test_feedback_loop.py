@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 
 import numpy as np
+import pytest
+from pydantic import ValidationError
 
 from silas_exp.context.budget import TokenBudget, ZoneShares
 from silas_exp.context.stats import ReplayStats
@@ -133,3 +135,39 @@ def test_exclusion_rates_counted_in_the_store_equal_those_of_its_rows():
     assert rates == exclusion_rates(store.dataset())
     assert rates.overall.n == len(store.dataset()) and set(rates.by_scope) == {"s1", "s2"}
     assert 0 < rates.overall.rate < 1
+
+
+class FixedScorer:
+    """Scores every item with one value, whatever it is."""
+
+    name, model_id = "fixed", "x"
+
+    def __init__(self, value):
+        self.value = value
+
+    def score(self, items, turn):
+        return {it.ctx_id: self.value for it in items}
+
+    def observe(self, items, excluded, turn):
+        return None
+
+
+def test_without_keepbacks_scores_are_still_checked_and_nothing_is_stored():
+    """With ``keepbacks=false`` no proposal reaches the main model, so none is
+    built; a scorer's score outside [0, 1] is refused all the same."""
+    budget = TokenBudget(total=20_000)
+    store = FeedbackStore()
+    stats = ReplayStats()
+    s = TwoTierEviction(TwoTierSettings(zone_cap_factor=2.0, keepbacks=False), budget, CHRONICLE_ONLY,
+                        FixedScorer(0.5), _broker(store, needed={"c00"}), stats, "scope")
+    w = _window()
+    s.step(w, turn=10)
+    assert stats.proposals == 1 and stats.auto_resolved == 0 and store.count() == 0
+    assert "c00" not in w  # needed, but no main model was asked to keep it
+    assert w.usage() <= budget.evict_to_pct * budget.total
+    for bad in (1.5, -0.1, float("nan")):
+        s = TwoTierEviction(TwoTierSettings(zone_cap_factor=2.0, keepbacks=False), budget,
+                            CHRONICLE_ONLY, FixedScorer(bad), _broker(FeedbackStore()), ReplayStats(),
+                            "scope")
+        with pytest.raises(ValidationError, match="EvictionCandidate"):
+            s.step(_window(), turn=10)
