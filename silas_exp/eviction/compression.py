@@ -64,8 +64,8 @@ class SummarySettings(CompressionSettings):
 
 
 def _older(window: Window, turn: int, keep: int) -> list[LiveItem]:
-    return [it for it in window if it.zone is not ContextZone.SYSTEM and not it.pinned
-            and it.born <= turn - keep and not it.kind == "summary"]
+    return [it for it in window
+            if it.evictable and it.born <= turn - keep and not it.kind == "summary"]
 
 
 def _summary_item(text: str, turn: int, n: int) -> LiveItem:
