@@ -78,9 +78,11 @@ def feature_matrix(items: Sequence[LiveItem], turn: int) -> np.ndarray:
     """One row per item in FEATURES order (what a scorer sees of it at ``turn``)."""
     if not items:
         return np.zeros((0, len(FEATURES)))
-    return feature_rows(*zip(*[  # LiveItem.age and .completed inlined: once per item per call
-        (it.zone, it.kind, max(0, turn - it.last_ref), it.tokens, it.status, it.masked,
-         it.completed_turn is not None and it.completed_turn <= turn, it.relevance)
+    # LiveItem.age and .completed inlined, and its tokens read without the
+    # property's call: once per item per call
+    return feature_rows(*zip(*[
+        (it.zone, it.kind, turn - it.last_ref if it.last_ref < turn else 0, it._tokens, it.status,
+         it.masked, it.completed_turn is not None and it.completed_turn <= turn, it.relevance)
         for it in items
     ], strict=True))
 
