@@ -96,6 +96,7 @@ def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudge
     for ref in truth.references:
         needs[ref.turn].append(ref)
     window = Window()
+    need_event = NeedEvent._make  # from a tuple: no Python-level __new__ per need
     for turn in range(session.turns):
         for item in by_turn.get(turn, ()):
             window.add(LiveItem.from_session(item, budget.max_subscription_tokens))
@@ -112,7 +113,7 @@ def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudge
                 stats.re_retrieved_tokens += it.tokens
             if it is not None:
                 it.last_ref = turn
-            stats.needs.append(NeedEvent(turn, ref.ctx_id, ref.grade, served))
+            stats.needs.append(need_event((turn, ref.ctx_id, ref.grade, served)))
         for ctx_id in refreshed.get(turn, ()):
             it = window.get(ctx_id)
             if it is not None and it.kind == "subscription" and turn in it.refreshed_turns:

@@ -62,8 +62,10 @@ def eviction_units(items: list[LiveItem], scores: dict[str, float]) -> list[list
                 best[key] = score
         else:
             groups[key], best[key] = [it], score
-    order = sorted(groups, key=lambda k: (best[k], groups[k][0].ctx_id))
-    return [groups[k] for k in order]
+    # sorted as (score, first ctx_id, key) tuples, no key function called per group;
+    # first ctx_ids differ between groups, so the key itself is never compared
+    return [groups[k] for _, _, k in sorted([(best[k], units[0].ctx_id, k)
+                                             for k, units in groups.items()])]
 
 
 def candidate_records(chosen: list[LiveItem], scores: dict[str, float],
@@ -163,12 +165,13 @@ class TwoTierEviction:
         for unit in units:
             if need <= 0:
                 break
+            # tokens read without LiveItem.tokens's property call
             if len(unit) == 1:  # most units: an item without a group
                 chosen.append(unit[0])
-                need -= unit[0].tokens
+                need -= unit[0]._tokens
             else:
                 chosen += sorted(unit, key=lambda i: scores[i.ctx_id])
-                need -= sum(i.tokens for i in unit)
+                need -= sum(i._tokens for i in unit)
             taken += 1
         if self.s.explore_rate > 0:
             for unit in units[taken:]:
