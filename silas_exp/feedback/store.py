@@ -24,6 +24,7 @@ import numpy as np
 
 from silas_exp.context.features import feature_rows
 from silas_exp.schema.eviction import (
+    ZONE_TEXT,
     ContextZone,
     EvictionFeedback,
     EvictionProposal,
@@ -141,7 +142,7 @@ class FeedbackStore:
             ))
             pid = proposal.proposal_id
             candidates += [
-                (pid, rank, c.ctx_id, c.zone.value, o.kind, c.relevance_score, c.age_turns,
+                (pid, rank, c.ctx_id, ZONE_TEXT[c.zone], o.kind, c.relevance_score, c.age_turns,
                  c.token_count, o.status, int(o.masked), int(o.completed), o.relevance,
                  int(c.ctx_id in excluded))
                 for rank, (c, o) in enumerate(zip(proposal.candidates, observed, strict=True))

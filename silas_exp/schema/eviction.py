@@ -17,6 +17,11 @@ class ContextZone(StrEnum):
     WORKSPACE = "workspace"
 
 
+# each zone's text from a dict: ``zone.value`` is a property of the enum (~0.14 us
+# on CPython 3.11), and a replay writes it into every candidate row and prompt line
+ZONE_TEXT: dict[ContextZone, str] = {zone: zone.value for zone in ContextZone}
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -24,6 +24,7 @@ from silas_exp.errors import LLMError
 from silas_exp.feedback.calibration import age_bucket
 from silas_exp.llm.base import LLMRequest, Message
 from silas_exp.llm.simulated import register_responder
+from silas_exp.schema.eviction import ZONE_TEXT
 from silas_exp.scorers.base import (
     CalibrationSpec,
     ScorerContext,
@@ -90,7 +91,7 @@ def item_line(it: LiveItem, turn: int) -> str:
                                       ("inactive", not it.active)) if on]
                      + ([f"rel={it.relevance:.2f}"] if it.relevance is not None else []))
     snippet = one_line(it.snippet).replace("|", "/")
-    return (f"{it.ctx_id} | {it.zone.value} | {it.kind} | age={max(0, turn - it.last_ref)} | "
+    return (f"{it.ctx_id} | {ZONE_TEXT[it.zone]} | {it.kind} | age={max(0, turn - it.last_ref)} | "
             f"tokens={it.tokens} | {it.status or 'ok'} | {flags or '-'} | {snippet or '-'}")
 
 
