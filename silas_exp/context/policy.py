@@ -72,10 +72,10 @@ def evict_by_zone_policy(
     usage = window.zone_usage(zone)
     if usage <= limit:
         return evicted
-    pool = sorted(
-        (it for it in window.evictable(zone) if it.ctx_id not in protect),
-        key=zone_order_key(zone, turn),
-    )
+    pool = window.evictable(zone)
+    if protect:
+        pool = [it for it in pool if it.ctx_id not in protect]
+    pool.sort(key=zone_order_key(zone, turn))
     for it in pool:
         if usage <= limit:
             break

@@ -15,6 +15,7 @@ ceiling: keep-backs cannot hold usage above it.
 from __future__ import annotations
 
 import hashlib
+import operator
 from datetime import UTC, datetime
 
 import numpy as np
@@ -41,12 +42,13 @@ from silas_exp.scorers.base import Scorer, ScorerUnavailable
 
 
 def keep_first(scores: dict[str, float]) -> tuple[str, ...]:
-    """ctx_ids by descending score, ties by ctx_id: two stable sorts on plain keys
-    (the same order as one sort on (-score, ctx_id), which NaN scores fall back to)."""
-    if any(s != s for s in scores.values()):
+    """ctx_ids by descending score, ties by ctx_id: a sort by ctx_id, then a stable
+    sort by score in reverse, both on plain keys (the same order as one sort on
+    (-score, ctx_id), which NaN scores fall back to)."""
+    values = list(scores.values())
+    if not all(map(operator.eq, values, values)):  # a NaN, found without a call per score
         return tuple(sorted(scores, key=lambda c: (-scores[c], c)))
-    negated = {c: -s for c, s in scores.items()}
-    return tuple(sorted(sorted(scores), key=negated.__getitem__))
+    return tuple(sorted(sorted(scores), key=scores.__getitem__, reverse=True))
 
 
 def eviction_units(items: list[LiveItem], scores: dict[str, float]) -> list[list[LiveItem]]:
@@ -125,7 +127,8 @@ class TwoTierEviction:
         evicted = list(dropped)
         for zone, cap in self._caps(window).items():
             evicted += evict_by_zone_policy(window, zone, cap, turn)
-        st.evictions += [(turn, cid) for cid in evicted]
+        if evicted:
+            st.evictions += [(turn, cid) for cid in evicted]
 
     # -- tier 2 ---------------------------------------------------------------
     def _fallback(self, window: Window, turn: int) -> None:
