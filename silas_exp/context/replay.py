@@ -92,19 +92,23 @@ def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudge
         if item.kind == "subscription":
             for t in item.refreshed_turns:
                 refreshed[t][item.ctx_id] = None
-    needs: dict[int, list] = defaultdict(list)
+    needs: dict[int, list[tuple[str, int]]] = defaultdict(list)
     for ref in truth.references:
-        needs[ref.turn].append(ref)
+        needs[ref.turn].append((ref.ctx_id, ref.grade))
     window = Window()
+    # the calls made per item and per need, looked up once
+    add, get, from_session = window.add, window.get, LiveItem.from_session
+    cap = budget.max_subscription_tokens
     need_event = NeedEvent._make  # from a tuple: no Python-level __new__ per need
+    add_need = stats.needs.append
     for turn in range(session.turns):
         for item in by_turn.get(turn, ()):
-            window.add(LiveItem.from_session(item, budget.max_subscription_tokens))
-        for ref in needs.get(turn, ()):
-            it = window.get(ref.ctx_id)
+            add(from_session(item, cap))
+        for ctx_id, grade in needs.get(turn, ()):
+            it = get(ctx_id)
             served = it is not None and not it.masked and it.active
-            if it is None and ref.ctx_id in window.evicted:
-                it = window.retrieve(ref.ctx_id, turn)
+            if it is None and ctx_id in window.evicted:
+                it = window.retrieve(ctx_id, turn)
                 stats.re_retrievals += 1
                 stats.re_retrieved_tokens += it.tokens
             elif it is not None and not served:
@@ -113,9 +117,9 @@ def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudge
                 stats.re_retrieved_tokens += it.tokens
             if it is not None:
                 it.last_ref = turn
-            stats.needs.append(need_event((turn, ref.ctx_id, ref.grade, served)))
+            add_need(need_event((turn, ctx_id, grade, served)))
         for ctx_id in refreshed.get(turn, ()):
-            it = window.get(ctx_id)
+            it = get(ctx_id)
             if it is not None and it.kind == "subscription" and turn in it.refreshed_turns:
                 it.restore()
                 it.last_ref = turn

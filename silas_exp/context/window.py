@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from silas_exp.context.budget import count_tokens, item_tokens
+from silas_exp.context.budget import count_tokens
 from silas_exp.schema.eviction import ContextZone
 from silas_exp.schema.session import SessionItem
 
@@ -60,7 +60,9 @@ class LiveItem:
 
     @classmethod
     def from_session(cls, item: SessionItem, max_subscription_tokens: int) -> LiveItem:
-        tokens = item_tokens(item)
+        tokens = item.tokens  # budget.item_tokens inlined: once per session item
+        if tokens is None:
+            tokens = count_tokens(item.text)
         if item.kind == "subscription":
             tokens = min(tokens, max_subscription_tokens)
         # the state __init__ would set, without its cost per field (a replay builds
