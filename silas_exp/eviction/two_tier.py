@@ -75,8 +75,10 @@ def candidate_records(chosen: list[LiveItem], scores: dict[str, float],
     """A proposal's candidates. Their scores come from the scorer, from outside
     the harness: one that is not a float in [0, 1] goes through the schema
     model, which coerces it (an int) or raises its validation error."""
-    records = tuple([CandidateRecord(i.ctx_id, i.zone, scores[i.ctx_id], max(0, turn - i.last_ref),
-                                     i.tokens) for i in chosen])  # LiveItem.age inlined
+    make = CandidateRecord._make  # from a tuple: no Python-level __new__ per candidate
+    records = tuple([make((i.ctx_id, i.zone, scores[i.ctx_id],
+                           turn - i.last_ref if i.last_ref < turn else 0,  # LiveItem.age inlined
+                           i._tokens)) for i in chosen])
     if all(type(c.relevance_score) is float and 0.0 <= c.relevance_score <= 1.0 for c in records):
         return records
     return tuple(CandidateRecord(**EvictionCandidate(**c._asdict()).model_dump()) for c in records)

@@ -132,7 +132,8 @@ class KeepBackBroker:
 
 def candidate_state(item: LiveItem, turn: int) -> CandidateState:
     """What the feedback store keeps of a candidate besides its record."""
-    return CandidateState(item.kind, item.status, item.masked, item.completed(turn), item.relevance)
+    return CandidateState._make((item.kind, item.status, item.masked,  # no Python-level __new__
+                                 item.completed(turn), item.relevance))
 
 
 def feedback_record(proposal: ProposalRecord, resolved_by: str,
@@ -158,9 +159,11 @@ def simulated_keepback(request: LLMRequest, rng: np.random.Generator) -> dict:
     sim = request.sim or {}
     needed: Mapping[str, int] = sim.get("needed", {})
     keep, reasons = [], []
-    for ctx_id, grade in needed.items():
+    # one uniform per candidate, drawn in one call: the same numbers as a call each
+    draws = rng.random(len(needed)).tolist()
+    for (ctx_id, grade), u in zip(needed.items(), draws, strict=True):
         p = sim.get("false_keep", 0.05) if grade <= 0 else sim.get("recall", 0.85) * (0.5 if grade == 1 else 1.0)
-        if rng.random() < p:
+        if u < p:
             keep.append(ctx_id)
             reasons.append({"ctx_id": ctx_id, "reason": "still needed" if grade > 0 else "may need"})
     return {"exclude_ctx_ids": keep, "reasons": reasons}
