@@ -26,7 +26,8 @@ def count_tokens(text: str) -> int:
 
 
 def item_tokens(item: SessionItem) -> int:
-    """A session item's tokens: as given, else counted from its text."""
+    """A session item's tokens: as given, else counted from its text
+    (``LiveItem.from_session`` reads the same inline: change both together)."""
     return item.tokens if item.tokens is not None else count_tokens(item.text)
 
 
