@@ -70,6 +70,12 @@ def eviction_units(items: list[LiveItem], scores: dict[str, float]) -> list[list
                                              for k, units in groups.items()])]
 
 
+def _plain_scores(values: list[float]) -> bool:
+    """Whether every score is a float in [0, 1], as the schema wants it (no
+    model needed to check or coerce it)."""
+    return all(type(s) is float and 0.0 <= s <= 1.0 for s in values)
+
+
 def candidate_records(chosen: list[LiveItem], scores: dict[str, float],
                       turn: int) -> tuple[CandidateRecord, ...]:
     """A proposal's candidates. Their scores come from the scorer, from outside
@@ -79,7 +85,7 @@ def candidate_records(chosen: list[LiveItem], scores: dict[str, float],
     records = tuple([make((i.ctx_id, i.zone, scores[i.ctx_id],
                            turn - i.last_ref if i.last_ref < turn else 0,  # LiveItem.age inlined
                            i._tokens)) for i in chosen])
-    if all(type(c.relevance_score) is float and 0.0 <= c.relevance_score <= 1.0 for c in records):
+    if _plain_scores([c.relevance_score for c in records]):
         return records
     return tuple(CandidateRecord(**EvictionCandidate(**c._asdict()).model_dump()) for c in records)
 
@@ -191,7 +197,7 @@ class TwoTierEviction:
         if not (self.s.keepbacks and chosen):
             # no main model sees this proposal, so no record of it is built; the
             # scorer's scores are checked all the same (candidate_records raises)
-            if not all(type(s) is float and 0.0 <= s <= 1.0 for s in chosen_scores):
+            if not _plain_scores(chosen_scores):
                 candidate_records(chosen, scores, turn)
         else:
             proposal = ProposalRecord(
