@@ -39,6 +39,7 @@ from silas_exp.schema.eviction import (
     ProposalRecord,
 )
 from silas_exp.scorers.base import Scorer, ScorerUnavailable
+from silas_exp.scorers.grid import on_grid
 
 
 def keep_first(scores: dict[str, float]) -> tuple[str, ...]:
@@ -160,7 +161,7 @@ class TwoTierEviction:
                 self._failures = 0
             return None
         self._failures = 0
-        return scores
+        return on_grid(scores)  # decisions that do not hinge on the last bits of a score
 
     def tier2(self, window: Window, turn: int) -> None:
         items = window.evictable()

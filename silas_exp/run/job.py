@@ -57,6 +57,7 @@ from silas_exp.scorers import (
     validate_scorer_settings,
 )
 from silas_exp.scorers.base import SCORERS, CalibrationSpec, calibration_spec
+from silas_exp.scorers.grid import on_grid
 from silas_exp.scorers.heuristic import HeuristicSettings
 
 MAX_EVICTED_LOGGED = 2000  # eviction order kept per case (for shadow diffs)
@@ -154,7 +155,7 @@ class _CaseRunner:
         def step(window, turn: int) -> None:
             for f in by_turn.get(turn, ()):
                 try:
-                    got = scorer.score(list(f.items), turn)
+                    got = on_grid(scorer.score(list(f.items), turn))
                 except ScorerUnavailable:
                     continue  # a failed call scores nothing; the AUC uses the calls that answered
                 scores.extend(got[i.ctx_id] for i in f.items)

@@ -1,30 +1,45 @@
-"""Golden equivalence of the replay: the exact outputs of two-tier eviction
-(Tier 1, Tier 2 with every scorer kind, the simulated main model's keep-backs,
-the feedback store, offline calibration, the circuit breaker's fallback, an
+"""Golden equivalence of the replay: the outputs of two-tier eviction (Tier 1,
+Tier 2 with every scorer kind, the simulated main model's keep-backs, the
+feedback store, offline calibration, the circuit breaker's fallback, an
 explicit flush and the shared-candidate scoring the runner does) on generated
-sessions, pinned as one sha256 per run.
+sessions, pinned run by run.
 
-The digests were computed on 24a40c8, before the replay-throughput work; a
-speed-up must leave every one of them unchanged. Floats are compared to the
-last bit, so a different CPU or numpy build could in principle round a dot
-product differently; regenerate only after checking that is the cause. A digest covers every observation the
-replay records (needs, window usage per turn, rankings, candidates, evictions,
-counters, retained text, flush copies), the feedback rows written (less their
-wall-clock timestamps), the model calls' token accounting and the case
-metrics, with floats in full precision.
+What is pinned, and how:
+- **Decisions, exactly.** Everything the replay decides or counts — needs
+  served, window usage per turn, rankings, candidates and their order,
+  keep-backs, evictions, counters, retained text, flush copies, feedback rows
+  (less their wall-clock timestamps), token accounting — is hashed with every
+  float replaced by a placeholder: one sha256 per run (``GOLDEN``).
+- **Floats, to a relative tolerance.** The floats the run produced (scores,
+  metrics, calibrated and online weights, costs), in a fixed traversal order,
+  are kept in ``golden_floats.npz`` beside this file and compared with
+  ``RTOL``/``ATOL``. numpy's OpenBLAS picks its kernel per CPU and numpy's own
+  ``exp`` its SIMD path, so the same float differs across machines in its last
+  bits: measured ≤ 2e-15 relative on these runs across the Haswell, SkylakeX,
+  Zen and Sandybridge kernels (calibrated weights ≤ 2e-14). ``RTOL = 1e-9``
+  leaves five orders of magnitude for that and none for a change of behaviour.
 
-If a change alters replay behaviour on purpose, print the new digests with
-``PYTHONPATH=. python -m tests.context.test_replay_golden`` and say why in the
-commit.
+``test_golden_under_other_kernels`` runs the same check in subprocesses under
+two OpenBLAS kernels other than this machine's (one of them with numpy's
+AVX-512 code paths off, as on an AVX2-only host), so a kernel-dependent
+output cannot pass here and fail elsewhere.
+
+If a change alters replay behaviour on purpose, regenerate with
+``PYTHONPATH=. python -m tests.context.test_replay_golden`` (prints the new
+``GOLDEN`` entries and rewrites ``golden_floats.npz``) and say why in the commit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from silas_exp.context.budget import PROFILES, TokenBudget, ZoneShares
@@ -46,10 +61,13 @@ from silas_exp.scorers import (
     build_scorer,
     validate_scorer_settings,
 )
+from silas_exp.scorers.grid import on_grid
 from silas_exp.scorers.heuristic import HeuristicWeights
 from silas_exp.scorers.prompt import PromptSettings
 
 from ..conftest import CONF
+
+ROOT = Path(__file__).resolve().parents[2]
 
 HORIZON = 20
 # (seed, flavour, turns, fill, flush turn or None, fitted shares, observation_mask_after_turns)
@@ -118,13 +136,33 @@ def _store_rows(path: Path) -> dict:
     x = feature_rows([ContextZone(r[3]) for r in rows], [r[4] for r in rows], [r[6] for r in rows],
                      [r[7] for r in rows], [r[8] for r in rows], [bool(r[9]) for r in rows],
                      [bool(r[10]) for r in rows], [r[11] for r in rows])
-    candidates = [(*r[:8], json.dumps(f.tolist()), r[12]) for r, f in zip(rows, x, strict=True)]
+    candidates = [(*r[:8], f.tolist(), r[12]) for r, f in zip(rows, x, strict=True)]
+    # the evicted and excluded columns hold JSON (excluded with scores): compared parsed
+    feedback = [(*r[:5], json.loads(r[5]), json.loads(r[6])) for r in feedback]
     return {"feedback": feedback, "candidates": candidates}
 
 
-def _digest(record: dict) -> str:
-    blob = json.dumps(record, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+RTOL, ATOL = 1e-9, 1e-12
+FLOATS = Path(__file__).with_name("golden_floats.npz")
+
+
+def _split(record) -> tuple[str, np.ndarray]:
+    """(sha256 of the record with each float replaced by a placeholder, the
+    floats in traversal order: dict keys sorted, sequences in order)."""
+    floats: list[float] = []
+
+    def strip(x):
+        if isinstance(x, float):
+            floats.append(x)
+            return "<f>"
+        if isinstance(x, dict):
+            return {str(k): strip(x[k]) for k in sorted(x, key=str)}
+        if isinstance(x, (list, tuple)):
+            return [strip(v) for v in x]
+        return x
+
+    blob = json.dumps(strip(record), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest(), np.asarray(floats, dtype=float)
 
 
 def _run(name: str, variant: str, calibration, store_path: Path,
@@ -157,7 +195,7 @@ def _run(name: str, variant: str, calibration, store_path: Path,
     def step(window, turn: int) -> None:
         for f in by_turn.get(turn, ()):
             try:
-                got = scorer.score(list(f.items), turn)
+                got = on_grid(scorer.score(list(f.items), turn))
             except ScorerUnavailable:
                 continue
             shared.append([got[i.ctx_id] for i in f.items])
@@ -221,72 +259,132 @@ def _calibration(tmp: Path):
     return cal, record
 
 
-def golden_digests(tmp: Path) -> dict[str, str]:
+def golden_outputs(tmp: Path) -> dict[str, tuple[str, np.ndarray]]:
+    """Every pinned run: its decisions' digest and its floats."""
     cal, cal_record = _calibration(tmp)
-    out = {"calibration": _digest(cal_record)}
+    out = {"calibration": _split(cal_record)}
     for name in SESSIONS:
         control, reference = _run(name, "heuristic", cal, tmp / f"{name}-control.sqlite")
-        out[f"{name}/heuristic"] = _digest(control)
+        out[f"{name}/heuristic"] = _split(control)
         for variant in VARIANTS[1:]:
             record, _ = _run(name, variant, cal, tmp / f"{name}-{variant}.sqlite", reference=reference)
-            out[f"{name}/{variant}"] = _digest(record)
+            out[f"{name}/{variant}"] = _split(record)
     return out
 
 
+def golden_differences(got: dict[str, tuple[str, np.ndarray]]) -> list[str]:
+    """What differs from the pinned outputs, one line per run."""
+    pinned = np.load(FLOATS)
+    problems = [f"{k}: run missing" for k in GOLDEN if k not in got]
+    problems += [f"{k}: run not pinned" for k in got if k not in GOLDEN]
+    for key, (digest, floats) in got.items():
+        if key not in GOLDEN:
+            continue
+        if digest != GOLDEN[key]:
+            problems.append(f"{key}: decisions changed (digest {digest[:12]}…)")
+            continue
+        want = pinned[key]
+        if want.shape != floats.shape:
+            problems.append(f"{key}: {floats.size} floats, {want.size} pinned")
+            continue
+        off = ~np.isclose(floats, want, rtol=RTOL, atol=ATOL, equal_nan=True)
+        if off.any():
+            i = int(np.flatnonzero(off)[0])
+            rel = np.abs(floats - want)[off] / np.maximum(np.abs(want[off]), ATOL)
+            problems.append(f"{key}: {int(off.sum())} floats beyond rtol={RTOL:g} (first at #{i}: "
+                            f"{float(floats[i])!r} vs {float(want[i])!r}; largest relative difference "
+                            f"{np.nanmax(rel):.2e})")
+    return problems
+
+
 GOLDEN: dict[str, str] = {
-    'calibration': 'ca86c0e92d328d5c7558568aa73e40b31d2e7f720e57156bb357da79f1737684',
-    'coding/heuristic': '87396fcd511b30daa195ba927f9230fb4e6ba2ccf0f236806e5d41c8fd5af609',
-    'coding/weights': 'd0814d199b1c5580c175c6a35eb1eb85032191c747a0211cf3e1b7463696fdfb',
-    'coding/prompt': 'adb61120359156c1e1c6ff05bec40303f5717ff9d853688c16a875d36430c8f6',
-    'coding/online': 'c16a5f5851eaab1f96360e8a753ac52778162696258567d0bd1ced1f7d1c503d',
-    'coding/oracle': '800afe26444a1a4be14a541de4026a8c20ffb41379664c75fcbeb294610985c8',
-    'coding/random': '3e7b4dd801ff759b19f8565e0cc3a69046ab3322ad02633dc54155d54ca07834',
-    'coding/flaky': '49db4ff96c83a8fcb92f21f64c584dfd138e73cacdae50eb73af214e1f2d87da',
-    'coding/no_keepbacks': '86ba200e46e2875b2eabcf662ff28b31ce431340174c1ae735cf96832b0783a6',
-    'coding/hoarder': '3c74676f967552593a4e87419f61b62dcd9f19cbda183fbca1d1982b51629184',
-    'debugging/heuristic': '03011721d646173a9f385d2fd010d2566de8846a27ca66d28d0712363857a73a',
-    'debugging/weights': '44e9330726c575121112349487b2a4a9cf67db74fd4f704473b336c604284886',
-    'debugging/prompt': '96229d52c9921c85c8fd87dcc381fad4cc50cdc195ded80ee2f0cf2055064156',
-    'debugging/online': 'c49ca5eea2b8f9adfca0b5b1e1b412606570bd7e85334356645d7624634fadb5',
-    'debugging/oracle': 'af67b03b4965706cb44b5724220e8a2e300afd6f74dc6b7df110a1afa780271c',
-    'debugging/random': '438f2b99098df59efe946f2622077742ade9cd8cf4bbb19f3fbd083f373ce428',
-    'debugging/flaky': 'c9a7d9afc0c4acc0e93c11fdc631f9fae0a33887ddf94d09eb587298fa1b34bb',
-    'debugging/no_keepbacks': '1404673d56abeb145759560a5d74d82e2c636d673192c0dc5a1a80538acd3942',
-    'debugging/hoarder': '0fbb87ec228712e00c5f65ecd833eb72cfb10dafaec1c13c6466e5c1169bc600',
-    'research/heuristic': '672d05bdbd8c4fb6af176b0292948c86428a414d378dbda6fffb7b091bd43ed2',
-    'research/weights': '68bffd2dba1db9fa0234dc68bcce21f59877fd9f9a4a91f1bc7b34a7322a2be7',
-    'research/prompt': '66a3a432a937c846424b5b079936d4d1bc1b81ce78ceabf0270e8f265a87f899',
-    'research/online': '96608a198f98b97d53bada80f0bb78283583f5067d8da66142bd3eb944abc4df',
-    'research/oracle': 'b354b1e5e55497a46f3b48583413ff2cb526bc07747b471903cec838fab8351b',
-    'research/random': 'ffceb04ef16c1dc3a8cf05cac1e50e4a116cd2501b6a825a7245c84fdbd0887a',
-    'research/flaky': 'bea837143cfd416dc52f44ce0e6cc61aa1efb5f932a4e098abd358b7a16cb457',
-    'research/no_keepbacks': '0c20df91bbc19734be3b84aeb738bb5e3e28a06ed9eb3496ef22fc375d86a7b0',
-    'research/hoarder': '0036e8cfe6e989471b71ce77f7373ed8eb7831fc8c5a242f80879089cdb27cbf',
-    'support/heuristic': 'afd9845c251ecc8b451dc40fa322e33f7e4653ca909884be7be228b7106ae497',
-    'support/weights': '7e3ecf8db49a8e7f7f8886ef12d8ad14e14349d2bffa57cb27fe3bd70eb2d687',
-    'support/prompt': '03e1c4bf5c1a8191588b4d3a2772cc4f9a710ca9882f3261998d4afe1c44156a',
-    'support/online': '36deeb24fd5d10bb6a6707185802a17d84b94d126781e3cc001583a10501377d',
-    'support/oracle': 'b69582d431707e1b039c558e5cbb5dc446a6ca64d2e1cf18dccbe3575119422a',
-    'support/random': '047f804a714e1be1256bf9920e827e5ea9171d5fd829de74a0a5a26ae7b94555',
-    'support/flaky': '00985c8a435d21bcf2097694ebc7b43c76b107af7b8fc934cb23c839689d5569',
-    'support/no_keepbacks': 'e982b82929d0a278ab2e97b532ec62e47806593def61ac222301d08a00881ed0',
-    'support/hoarder': '4e60e5cafde861f81b7664baae0a0f236957ae1d9ee6cfad389e5186dc8c677a',
-    'chronicle/heuristic': '4b575dc2c81fc621e7c7d8111361341353972b41add2d1c0092e2b983478eb4f',
-    'chronicle/weights': 'eaba4b97957458d69e51fca8acb459d4d1c8d10157450283acf6511f54c8d4c0',
-    'chronicle/prompt': '92b590ee48c6842f4106712ff15083e63eb9814592e83e26efba3dbb8c42372d',
-    'chronicle/online': '9bd513052da9f2f12be5964b85f715bb35394a893c7cda40b40a2ac442658b63',
-    'chronicle/oracle': 'dfa52c32892b742bbcf2da7fadd23e52f7c06867fa52e781cd504db4cdf4eda1',
-    'chronicle/random': '502f77aa1ae136dddd055273a7a720c176d4f061bfff1e165a1c2b9b2d2e54eb',
-    'chronicle/flaky': '5c5f9140fb85123a2f2931f431a1f5200391306dc50b972c49a5e8b9d58bed21',
-    'chronicle/no_keepbacks': '6fed26b9079d41e6895bab708a352a9ff59265ccf85366bec8ff301fccb6b8f1',
-    'chronicle/hoarder': 'eaf2f0e2d5d46d8c66d68bb30494e3a7a26086a28fb10fff26f0bfa5cbbce500',
+    'calibration': '5127ff41d20fab13857a2d8c3f7c7f8c5b66685f0dc92f7cc680a5d39c5fa1c5',
+    'coding/heuristic': 'fe7662da27609eb539cbc33710c67e35bd49bdeccc10fa06e7e1deacdff08761',
+    'coding/weights': '3e860112abb77283240a83e27ecb01324d27058345cce78ec1700c59bfdec3e2',
+    'coding/prompt': 'c467debc0af38144f49c3264c7c6ca192140eb73a172008c1de1d933f3b8ba9a',
+    'coding/online': 'fded6bab38e64796459064c9ebb18eee0cbb4bcd59abc69bbffe66e4dc21169f',
+    'coding/oracle': '595d58bd068a2a9d7a4f1e339ac6fd75539e7a3e4d607846afed89769b5bafcb',
+    'coding/random': '0d90e007ebbf907a1eaf691c8a791620e3bcc618ca15033898d6a2ca4ff163eb',
+    'coding/flaky': 'af59f6849940ee5f97e527bfc2bbea49f39b0b5be4aa6d36dfd887a8cb7a0d74',
+    'coding/no_keepbacks': 'bb52c8409cb21a013d04fce3bf8344da853616e640f558c12cbdc6c1d6a3638e',
+    'coding/hoarder': 'e004c727e8decb54358ebf3dfbe1ceec46b3f4130bb014d2abb812d4ecbac2a2',
+    'debugging/heuristic': 'eb1e426721f636d71e1a24183942461a5b427ddd5d15675b73a528a85e180a76',
+    'debugging/weights': '21e0f243be4ae7142d01a2581d9694e424e3f734dcd319f3626715ba8638b9ee',
+    'debugging/prompt': '79637bc2846a02dbde1e136d73b5cdabd3d04737a63c57c32f488813567089bb',
+    'debugging/online': '9f10b84740fef49a105eaba965a85b66a0416948972425ad8ede9be37e56ac70',
+    'debugging/oracle': '6d0de160dca9119721b2f8229c9f8c5d7171a34dbe2c0bf08f4eb145938f3200',
+    'debugging/random': 'd43f34d9c56d4c60a6345b560c239c0ece4efc075cc77c7027fbd9b1918dc489',
+    'debugging/flaky': '8f5d0a23425ff85b9004348492d18748fc8376ce6361c7e2e9383253b0ac6b6f',
+    'debugging/no_keepbacks': '519851fe72ff36773cf820a928188b3bd0a6a8dcdf0bf6eb08b8cef97122e3b5',
+    'debugging/hoarder': '794ddb157d14f3edd33dba0776a015fd0b26933ae2602e5d3c3d1a6d8569b5a5',
+    'research/heuristic': '96a3c9322cc597782125421b66e1c09295a4406f44dd1824d4745e08ea7233d6',
+    'research/weights': '0f2d5a99aed537d6d1fcae656dba229a3789c7596f31ddc1e7eb51707cc96ea1',
+    'research/prompt': '64c06c021d08b373755cfeaf30d0d0ab2d7b1b7d9139eaa01ece2668fcc6b67d',
+    'research/online': 'ad1e4eeffdd09ae43e5ad750678f70c6670a09beab4e601fc63bedc08df99a45',
+    'research/oracle': '04c367829d7051acd492b3d544c273a9a3322133b9afd89b13d8ef8c4780a43a',
+    'research/random': 'a5e50beadd15f8c0a76defef7efdfec1bc30b29a4d20f05da76b642063ab42bc',
+    'research/flaky': 'e1a8e0931b94c4c6a793649e10ee139d293477c6103a3378d13ef3e5706cd649',
+    'research/no_keepbacks': '331a9de5a46a0cd6afa27f4ad5142bccae649a8a867e3716545ecf46c8d7da70',
+    'research/hoarder': 'd752d226ae76590ebf0279f2c9e407cbe8b7f53f86df50d41fb9d53f5b33dfc0',
+    'support/heuristic': '18a39c316edc6eb56dd76f44577849f4d1da884a84b9d0492b4d216235a95da8',
+    'support/weights': '565ad5bbbc6e4bc3e2ff7d1dc14e33e0456096730aba5d0f2f01ea37cd70558b',
+    'support/prompt': '1d5c7a86ac7e35b0833feef01a6792ac9e2fddfc2052e723e029075512a305a7',
+    'support/online': '8cc4e793aed9db6d5afb3702e047d83dcb1740c128c193c6c3676aa37db62fdb',
+    'support/oracle': '5dfaa745120bd7f0156032413a8fcdb7bc858f6224eaf411229f24b2b870ccd1',
+    'support/random': '20fa1a1576fa6509b5794812f10a40aff572210ed3592e0f47aacbe28c208017',
+    'support/flaky': 'd75b81b1cd167d9dfb621daf94d2310ef152f704dacfa2b330451bacf6fa82d7',
+    'support/no_keepbacks': 'ab1462fdeb5b5748cf486584ba5681e22d64ca8edbf4db6c2eca1a2e78610abb',
+    'support/hoarder': '1d9fb442dbd436fbb62c819eaad20ad4172ca4652a47cb9c340f55a41f6fb4d3',
+    'chronicle/heuristic': '909f8a51c4c9981419593311c39bbbcf3732aae7c9b5cc7f687daa3ae717ce14',
+    'chronicle/weights': 'ad742d31b5785f0657b8f42b8a1e0fe58de68f2f49175c89f55b87bf7c804156',
+    'chronicle/prompt': '1e2cd1bc06f9dc6dbd16ad8eb5979bb20d935c7d8780f6bef29577976721fcb9',
+    'chronicle/online': '2386226f23b9b1c4d4f60e9164844922ddf660c7c470779a052f79013228dca0',
+    'chronicle/oracle': 'd347a7b6ccd0c8e46f69781a2d190a4bac9fa25f9279eb2c8034310d329ac15e',
+    'chronicle/random': 'c73ab23138cfdb24c42ee500fb68e388da3ea0ad89cfd01aa8adc038042dd1db',
+    'chronicle/flaky': 'b0d350099e2942a029a036554763199e142b65e23974206592a8ee9d978004cd',
+    'chronicle/no_keepbacks': '8335ab153c69c54206faff2d9433aa17ec2f1d5461e64c16c9c40f360edc1f0e',
+    'chronicle/hoarder': 'ae6eac6b994849510b36a45b2593cc79271a2db6c05f5b7d4c28db29fd1c5856',
 }
 
 
 def test_replay_outputs_are_unchanged(tmp_path):
-    got = golden_digests(tmp_path)
-    changed = sorted(k for k in GOLDEN if got.get(k) != GOLDEN[k])
-    assert set(got) == set(GOLDEN) and not changed, f"replay outputs changed for {changed}"
+    problems = golden_differences(golden_outputs(tmp_path))
+    assert not problems, "replay outputs changed:\n" + "\n".join(problems)
+
+
+def _openblas_kernel() -> str | None:
+    from threadpoolctl import threadpool_info
+
+    return next((i.get("architecture") for i in threadpool_info()
+                 if i.get("internal_api") == "openblas"), None)
+
+
+# other hosts, emulated: (OpenBLAS kernel, numpy CPU features turned off). Kernels
+# that run on any x86-64 with AVX2 (SkylakeX needs AVX-512, so it is only ever
+# this machine's own; "Zen" loads the Haswell kernel). Haswell and Nehalem also
+# turn numpy's AVX-512 paths off, as on an AVX2-only host, where numpy's exp
+# takes another code path and rounds differently.
+_NO_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR"
+_FOREIGN = (("Haswell", _NO_AVX512), ("Sandybridge", ""), ("Nehalem", _NO_AVX512))
+
+
+def foreign_hosts(own: str | None) -> list[tuple[str, str]]:
+    """Two emulated hosts whose OpenBLAS kernel is not this machine's own."""
+    return [h for h in _FOREIGN if h[0] != own][:2]
+
+
+@pytest.mark.parametrize("slot", [0, 1])
+def test_golden_under_other_kernels(slot):
+    """The golden check passes under OpenBLAS kernels other than this machine's.
+    Each runs in a fresh interpreter: OpenBLAS reads OPENBLAS_CORETYPE when it loads."""
+    coretype, disabled = foreign_hosts(_openblas_kernel())[slot]
+    env = {**os.environ, "OPENBLAS_CORETYPE": coretype, "NPY_DISABLE_CPU_FEATURES": disabled}
+    env.pop("OPENBLAS_L2_SIZE", None)  # belongs to the machine's own kernel
+    proc = subprocess.run([sys.executable, "-m", "tests.context.test_replay_golden", "--check"],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    host = f"OPENBLAS_CORETYPE={coretype} NPY_DISABLE_CPU_FEATURES={disabled!r}"
+    assert f"kernel: {coretype}\n" in proc.stdout, f"{host} did not run that kernel:\n{proc.stdout}{proc.stderr[-2000:]}"
+    assert proc.returncode == 0, f"golden replay differs under {host}:\n{proc.stdout}{proc.stderr[-2000:]}"
 
 
 @pytest.mark.parametrize("name", ["coding"])
@@ -302,8 +400,22 @@ def test_golden_runs_exercise_every_path(tmp_path, name):
 
 
 if __name__ == "__main__":
+    import argparse
     import tempfile
 
+    parser = argparse.ArgumentParser(description="Regenerate the replay goldens (default) or check them.")
+    parser.add_argument("--check", action="store_true",
+                        help="compare with the pinned outputs instead; print the OpenBLAS kernel; "
+                             "exit 1 on a difference")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        for key, value in golden_digests(Path(d)).items():
-            print(f"    {key!r}: {value!r},")
+        outputs = golden_outputs(Path(d))
+    if args.check:
+        problems = golden_differences(outputs)
+        print(f"kernel: {_openblas_kernel()}")
+        print("\n".join(problems) or "unchanged")
+        sys.exit(1 if problems else 0)
+    for key, (digest, _) in outputs.items():
+        print(f"    {key!r}: {digest!r},")
+    np.savez_compressed(FLOATS, **{k: f for k, (_, f) in outputs.items()})
+    print(f"# floats written to {FLOATS}")
