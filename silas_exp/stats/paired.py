@@ -25,13 +25,35 @@ def _clean(diffs) -> np.ndarray:
 
 
 def paired_permutation(diffs, n_resamples: int = 10_000, seed: int = 0) -> TestResult:
-    """Sign-flip permutation test of mean difference = 0 (two-sided)."""
+    """Sign-flip permutation test of mean difference = 0 (two-sided), with
+    scipy's p-value for a randomised test (``scipy.stats.permutation_test``:
+    the observed statistic counts as one resample; ties within a relative
+    1e-14 count as extreme). Below 2**n <= n_resamples every sign pattern is
+    enumerated, as scipy does. Hand-written because scipy draws each sign
+    pattern as a permutation of the sample (an argsort of random keys):
+    ~0.8 s a call at 320 cases, ~20 ablation metrics a look."""
     d = _clean(diffs)
     if len(d) < 2 or np.allclose(d, 0):
         return TestResult("permutation", float(d.mean()) if len(d) else 0.0, 1.0, len(d))
-    res = sps.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=n_resamples,
-                               alternative="two-sided", random_state=seed)
-    return TestResult("permutation", float(res.statistic), float(res.pvalue), len(d))
+    n = len(d)
+    observed = float(d.mean())
+    gamma = abs(1e-14 * observed)
+    exact = 2**n <= n_resamples  # every sign pattern once
+    adjust, total = (0, 2**n) if exact else (1, n_resamples + 1)
+    rng = np.random.default_rng(seed)
+    rows = max(1, 4_000_000 // n)  # sign patterns per batch: bounded memory at any n
+    less = greater = 0
+    for start in range(0, 2**n if exact else n_resamples, rows):
+        stop = min(start + rows, 2**n if exact else n_resamples)
+        if exact:
+            signs = 1.0 - 2.0 * ((np.arange(start, stop)[:, None] >> np.arange(n)) & 1)
+        else:
+            signs = rng.choice(np.array([-1.0, 1.0]), size=(stop - start, n))
+        null = (signs * d).sum(axis=1) / n  # elementwise, not BLAS: the same on every machine
+        less += np.count_nonzero(null <= observed + gamma)
+        greater += np.count_nonzero(null >= observed - gamma)
+    less, greater = (less + adjust) / total, (greater + adjust) / total
+    return TestResult("permutation", observed, float(min(1.0, 2 * min(less, greater))), n)
 
 
 _EXACT_FLIPS_MAX_N = 13  # scipy's bound for its exact permutation path (2**13 < 9999)
