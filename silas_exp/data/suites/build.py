@@ -103,13 +103,18 @@ def _fill_label(fill: float) -> str:
     return next(label for bound, label in FILL_LABELS if fill <= bound)
 
 
+def case_id_of(index: int, mix: CaseMix, width: int = 3) -> str:
+    """The id of case ``index``; ``width`` digits of the index keep the case
+    files of a large suite in index order."""
+    prefix = "cal" if mix.split == "calibration" else "case"
+    return f"{prefix}-{index:0{width}d}-{mix.flavour}-{_fill_label(mix.fill)}"
+
+
 def build_case(recipe: SuiteRecipe, index: int, mix: CaseMix, width: int = 3) -> BenchmarkCase:
-    """Case ``index`` of ``recipe``; ``width`` digits of the index in its id keep
-    the case files of a large suite in index order."""
+    """Case ``index`` of ``recipe`` (id: ``case_id_of``)."""
     seed = recipe.seed * 1000 + index
     label = _fill_label(mix.fill)
-    prefix = "cal" if mix.split == "calibration" else "case"
-    case_id = f"{prefix}-{index:0{width}d}-{mix.flavour}-{label}"
+    case_id = case_id_of(index, mix, width)
     session, truth = generate_session(seed, spec_for(mix.flavour, mix.turns), case_id)
     budget = budget_for(peak_usage(session, truth), mix.fill)
     overrides: dict = {"profile": session.profile, "budget": {"total": budget}}
@@ -140,18 +145,24 @@ def build_case(recipe: SuiteRecipe, index: int, mix: CaseMix, width: int = 3) ->
     )
 
 
+def write_suite_file(recipe: SuiteRecipe, out: Path, **metadata: str) -> None:
+    """``out/suite.json`` for ``recipe``, with ``metadata`` added."""
+    suite = BenchmarkSuite(
+        suite_id=recipe.name, name=recipe.name, target="silas.context_manager.scorer",
+        version=recipe.version, cases=[],
+        metadata={"source": "synthetic", "generator": "silas_exp.data.suites.generator",
+                  "seed": str(recipe.seed), "description": recipe.description, **metadata},
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "suite.json").write_text(json.dumps(suite.model_dump(mode="json"), indent=1) + "\n")
+
+
 def write_suite(recipe: SuiteRecipe, root: Path) -> Path:
     out = root / recipe.name
     (out / "cases").mkdir(parents=True, exist_ok=True)
     for old in (out / "cases").glob("*.json"):
         old.unlink()
-    suite = BenchmarkSuite(
-        suite_id=recipe.name, name=recipe.name, target="silas.context_manager.scorer",
-        version=recipe.version, cases=[],
-        metadata={"source": "synthetic", "generator": "silas_exp.data.suites.generator",
-                  "seed": str(recipe.seed), "description": recipe.description},
-    )
-    (out / "suite.json").write_text(json.dumps(suite.model_dump(mode="json"), indent=1) + "\n")
+    write_suite_file(recipe, out)
     width = max(3, len(str(len(recipe.mix) - 1)))
     for i, mix in enumerate(recipe.mix):
         case = build_case(recipe, i, mix, width)
@@ -163,18 +174,6 @@ def write_suite(recipe: SuiteRecipe, root: Path) -> Path:
 
 _FLAVOURS = ("coding", "debugging", "research", "support")
 SHIPPED: tuple[SuiteRecipe, ...] = (
-    SuiteRecipe(
-        name="default", version="2.0.0", seed=7,
-        description="§20.3 scorer target: coding, debugging, research, support and long-thread "
-                    "(chronicle) sessions of 120 turns at 2.5x to 4.5x over budget, mixed zones, "
-                    "stale vs active items. Zone shares fit each session and tool results are "
-                    "masked after 20 turns, so eviction pressure lands on the scorer; pass = "
-                    "retrieval relevance >= 0.7. Sensitivity: docs/analysis.md.",
-        mix=tuple(CaseMix(f, 120, fill) for f in (*_FLAVOURS, "chronicle")
-                  for fill in (2.5, 3.5, 4.5))
-        + tuple(CaseMix(f, 80, 2.0, "calibration") for f in _FLAVOURS for _ in range(2)),
-        scorer_target=True, mask_after=20, pass_threshold=0.7,
-    ),
     SuiteRecipe(
         name="chronicle_keepback", version="1.0.0", seed=19,
         description="§19.4 miscalibration: chronicle items the control scores low are needed "

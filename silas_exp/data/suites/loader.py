@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import ValidationError
 
@@ -20,6 +20,9 @@ from silas_exp.facts.fact import Fact, norm
 from silas_exp.probes.schema import ProbePlan
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkSuite
 from silas_exp.schema.session import Session, SessionTruth
+
+if TYPE_CHECKING:
+    from silas_exp.data.suites.pool import Pool
 
 CALIBRATION_TAG = "calibration"
 HUMAN_LABELS = "human_labels.json"  # {case_id: "pass" | "fail" | free text}
@@ -41,6 +44,7 @@ class LoadedSuite:
     human_labels: dict[str, str] = field(default_factory=dict)
     calibration_ids: set[str] = field(default_factory=set)
     plans: dict[str, ProbePlan] = field(default_factory=dict)  # case_id -> checked probe plan
+    pool: Pool | None = None  # a generated pool: cases made from its recipe when first read
     # case_id -> (case, parsed session or None until asked), least recently used first
     _cache: OrderedDict[str, tuple[BenchmarkCase, Parsed | None]] = field(
         default_factory=OrderedDict)
@@ -62,6 +66,10 @@ class LoadedSuite:
             self._cache.move_to_end(case_id)
             return self._cache[case_id][0]
         path = self.files[case_id]
+        if self.pool is not None:
+            from silas_exp.data.suites.pool import generate  # the generator: only pool suites
+
+            return self._keep(_read_case(generate(self.pool, case_id)), None)
         if path.parent == self.root / "cases":
             return self._keep(_read_case(path), None)
         return self._keep(next(c for c in self.suite.cases if c.case_id == case_id), None)
@@ -175,6 +183,11 @@ def load_suite(path: str | Path) -> LoadedSuite:
         raise SuiteError(f"{root / HUMAN_LABELS}: expected an object {{case_id: label}} with "
                          "string labels such as \"pass\" or \"fail\".")
     files: dict[str, Path] = {}
+    from silas_exp.data.suites.pool import pool_of
+
+    pool = pool_of(suite.metadata, root, suite_file)
+    if pool is not None:
+        return _load_pool(LoadedSuite(suite, root, files, labels, pool=pool))
     loaded = LoadedSuite(suite, root, files, labels)
     case_files = sorted((root / "cases").glob("*.json")) if (root / "cases").is_dir() else []
     for case_file, case in [(suite_file, c) for c in suite.cases] + [(f, None) for f in case_files]:
@@ -190,6 +203,17 @@ def load_suite(path: str | Path) -> LoadedSuite:
         _check_case(loaded, case)
     if not files:
         raise SuiteError(f"{suite_file}: the suite has no cases; add cases or cases/*.json files.")
+    return loaded
+
+
+def _load_pool(loaded: LoadedSuite) -> LoadedSuite:
+    """A generated pool's cases by id, none generated yet: the recipe's own
+    tests check that what it generates loads and runs."""
+    assert loaded.pool is not None
+    for case_id, mix in zip(loaded.pool.ids(), loaded.pool.recipe.mix, strict=True):
+        loaded.files[case_id] = loaded.pool.file(case_id)
+        if mix.split == "calibration":
+            loaded.calibration_ids.add(case_id)
     return loaded
 
 

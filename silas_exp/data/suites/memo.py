@@ -20,10 +20,12 @@ _LOADED: dict[str, tuple[tuple, LoadedSuite]] = {}
 
 
 def signature(root: Path) -> tuple:
-    """Every file under ``root``: (folder, name, size, modification time in ns)."""
+    """Every file under ``root``: (folder, name, size, modification time in ns).
+    A generated pool's case files are left out: they appear as jobs first read
+    them, and each is made from the recipe, never edited."""
     entries = []
     for folder, dirs, files in os.walk(root):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".pool-"))
         for name in sorted(files):
             try:
                 st = os.stat(os.path.join(folder, name))
