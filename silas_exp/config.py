@@ -92,10 +92,14 @@ class PathsConfig(_Strict):
 
 class ExperimentConfig(_Strict):
     seed: int = Field(default=0, ge=0)
-    repeats: int | Literal["auto"] = 5  # "auto": adaptive rounds up to repeats_max
+    repeats: int | Literal["auto"] = 1  # "auto": adaptive rounds up to repeats_max
     repeats_min: int = Field(default=2, ge=2)  # repeats=auto: rounds before the first look
     repeats_max: int = Field(default=10, ge=2)
     repeat: int = Field(default=0, ge=0)
+    # sequential over cases: a sweep runs the suite's cases in seeded blocks of this
+    # many, looking at the verdicts after blocks (docs/analysis.md); null: one block
+    cases_per_block: int | None = Field(default=40, ge=1)
+    block: int = Field(default=0, ge=0)  # set per job by the sweeper
     fail_fast: bool = False
     resume: bool = False
     suite: SuiteConfig

@@ -66,6 +66,7 @@ class JobResult(_Record):
     variant: str
     repeat: int
     status: Literal["finished", "failed"]
+    block: int = 0  # which block of the suite's cases the job ran (sequential studies)
     error: str | None = None
     metrics: dict[str, float] = Field(default_factory=dict)
     suite_version: str | None = None
@@ -97,10 +98,11 @@ class JobResult(_Record):
 
 
 def job_result(variant: str, repeat: int, error: str | None, metrics: dict[str, float],
-               suite_version: str | None, run: BenchmarkRun | None) -> JobResult:
+               suite_version: str | None, run: BenchmarkRun | None, block: int = 0) -> JobResult:
     """A job's record: failed when ``error`` is set; ``run`` holds no per-case
     results (they stream to ``results.jsonl``)."""
-    return JobResult(variant=variant, repeat=repeat, status="failed" if error else "finished",
+    return JobResult(variant=variant, repeat=repeat, block=block,
+                     status="failed" if error else "finished",
                      error=error, metrics=metrics, suite_version=suite_version, run=run,
                      results_file=CASES_FILE if run is not None else None)
 

@@ -165,8 +165,21 @@ class SilasSweeper(BasicSweeper):
 
             raise ConfigError(f"repeats={repeats}: a sweep needs at least one repeat per variant; "
                              "use repeats=1 or more (default 5)")
+        per_block = self.config.get("cases_per_block")
+        pool = self._pool() if per_block else None
+        sequential = pool is not None and len(pool) > int(per_block)
         if str(repeats) == "auto":
+            if sequential:
+                from silas_exp.errors import ConfigError
+
+                raise ConfigError(
+                    f"repeats=auto adds repeats of the same cases, but this suite's {len(pool)} "
+                    f"cases run sequentially in blocks of cases_per_block={per_block}, which "
+                    "adds cases instead; use one: cases_per_block=null repeats=auto, or a "
+                    "number of repeats (repeats=2)")
             return self._adaptive(arguments)
+        if sequential:
+            return self._sequential(arguments, pool)
         analysis = self.config.get("analysis") or {}
         controls = dict(analysis.get("controls") or {})
         if analysis.get("control"):  # a control named in config: nothing to add
@@ -196,11 +209,12 @@ class SilasSweeper(BasicSweeper):
         log.info(f"Checked {len(chosen)} distinct job config(s) for {len(batch)} jobs "
                  f"in {time.perf_counter() - tic:.2f} s")
 
-    def _adaptive(self, arguments: List[str]) -> Any:  # noqa: UP006
+    def _study(self, arguments: List[str]) -> Any:  # noqa: UP006
+        """What a study in rounds needs: its analysis settings, sweep folder and
+        variants (the sweep points without their repeat, the control added)."""
         from hydra.core.override_parser.overrides_parser import OverridesParser
         from omegaconf import OmegaConf
 
-        from silas_exp.analysis.adaptive import AdaptiveState, review
         from silas_exp.analysis.settings import AnalysisSettings
         from silas_exp.records import read_manifest
         from silas_exp.variants import variant_name
@@ -209,7 +223,7 @@ class SilasSweeper(BasicSweeper):
         settings = AnalysisSettings.model_validate(OmegaConf.to_container(cfg.analysis,
                                                                           resolve=True))
         controls = {} if settings.control else dict(settings.controls)
-        params = {k: v for k, v in self.params.items() if k != "repeat"}
+        params = {k: v for k, v in self.params.items() if k not in ("repeat", "block")}
         params, arguments, added = add_controls(params, list(arguments), controls)
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         overrides = parser.parse_overrides([f"{k}={v}" for k, v in params.items()] + arguments)
@@ -222,16 +236,26 @@ class SilasSweeper(BasicSweeper):
         info = read_manifest(sweep_dir)
         swept = list(info.swept_keys) if info else [
             o.get_key_element() for o in overrides if o.is_sweep_override()]
-        variants = {variant_name(job, swept, ""): job for job in base}
-        state = AdaptiveState.plan(settings, int(cfg.repeats_min), int(cfg.repeats_max))
+        return settings, sweep_dir, {variant_name(job, swept, ""): job for job in base}
+
+    def _rounds(self, settings: Any, sweep_dir: Path, variants: dict, state: Any,
+                round_jobs: Callable[[int, list], list], before: Optional[Callable[[int], None]],  # noqa: UP045
+                what: str) -> Any:
+        """Run round after round (each through the configured launcher) until
+        every variant but the control is closed or the rounds run out; review
+        the verdicts after each planned look."""
+        from silas_exp.analysis.adaptive import review
+
         state.write(sweep_dir)
         returns, index = [], 0
         for r in range(state.repeats_max):
             open_ = [v for v in variants if v not in state.closed and v != state.control]
             if not open_:
                 break
-            batch = [[*job, f"repeat={r}"] for v, job in variants.items()
-                     if v not in state.closed]
+            batch = round_jobs(r, [job for v, job in variants.items() if v not in state.closed])
+            if before is not None:
+                before(r)
+            _set_planned_jobs(sweep_dir, index + len(batch))  # progress counts this round's jobs
             self.validate_batch_is_legal(batch)
             results = self.launcher.launch(batch, initial_job_idx=index)
             for res in results:
@@ -239,12 +263,75 @@ class SilasSweeper(BasicSweeper):
             index += len(batch)
             returns.append(results)
             if r + 1 in state.looks:
-                state = review(sweep_dir, settings, state, r + 1, Path(str(cfg.suite.path)))
+                state = review(sweep_dir, settings, state, r + 1, Path(str(self.config.suite.path)))
                 for v, why in state.closed.items():
                     if why["round"] == r + 1:
-                        log.info(f"Adaptive repeats: {v} stops after {r + 1} repeat(s): "
+                        log.info(f"{what}: {v} stops after {state.unit} {r + 1}: "
                                  f"{why['outcome']} — {why['why']}")
         return returns
+
+    def _adaptive(self, arguments: List[str]) -> Any:  # noqa: UP006
+        from silas_exp.analysis.adaptive import AdaptiveState
+
+        settings, sweep_dir, variants = self._study(arguments)
+        state = AdaptiveState.plan(settings, int(self.config.repeats_min),
+                                   int(self.config.repeats_max))
+        return self._rounds(settings, sweep_dir, variants, state,
+                            lambda r, jobs: [[*job, f"repeat={r}"] for job in jobs], None,
+                            "Adaptive repeats")
+
+    def _sequential(self, arguments: List[str], pool: Any) -> Any:  # noqa: UP006
+        """Sequential over cases: round b runs block b of the suite's cases,
+        every repeat, for the control and every variant still open."""
+        from silas_exp.analysis.adaptive import AdaptiveState
+        from silas_exp.run.blocks import block_of, n_blocks
+
+        cfg = self.config
+        settings, sweep_dir, variants = self._study(arguments)
+        size, seed, repeats = int(cfg.cases_per_block), int(cfg.seed), int(cfg.repeats)
+        blocks = n_blocks(len(pool), size)
+        state = AdaptiveState.plan_blocks(settings, blocks, size, len(pool), seed)
+
+        def jobs(b: int, open_jobs: list) -> list:
+            return [[*job, f"repeat={r}", f"block={b}"] for r in range(repeats) for job in open_jobs]
+
+        def make_cases(b: int) -> None:  # the block's pool cases, made in parallel, once
+            from silas_exp.data.suites.pool import materialize
+
+            if pool.loaded.pool is not None:
+                ids = [pool.ids[i] for i in block_of(len(pool), b, size, seed)]
+                made = materialize(pool.loaded.pool, ids)
+                if made:
+                    log.info(f"Generated {made} case(s) of block {b} of the pool")
+
+        log.info(f"Sequential over cases: {len(pool)} cases in {blocks} blocks of {size} "
+                 f"(order fixed by seed={seed}), {repeats} repeat(s) each; verdicts looked at "
+                 f"after blocks {state.looks}")
+        return self._rounds(settings, sweep_dir, variants, state, jobs, make_cases,
+                            "Sequential over cases")
+
+    def _pool(self) -> Any:
+        """The suite's evaluation cases a study draws from (None when the suite
+        does not load here: each job reports that itself)."""
+        from silas_exp.data.suites.memo import load_suite_cached
+        from silas_exp.errors import SilasExpError
+
+        try:
+            loaded = load_suite_cached(str(self.config.suite.path))
+        except SilasExpError:
+            return None
+        return loaded.eval_cases[:self.config.suite.get("max_cases")]
+
+
+def _set_planned_jobs(sweep_dir: Path, total: int) -> None:
+    """A study in rounds plans one round at a time: progress lines count the
+    jobs launched so far and this round's."""
+    from silas_exp.records import read_manifest, write_manifest
+
+    info = read_manifest(sweep_dir)
+    if info is not None:
+        info.jobs_total = total
+        write_manifest(sweep_dir, info)
 
 
 def _grow_planned_jobs(sweep_dir: Path, added: dict[str, str], arguments: list[str],

@@ -1,5 +1,8 @@
-"""Adaptive repeats (``repeats=auto``): after each round of repeats, settle the
-variants whose verdict is decided and stop running them.
+"""Sequential studies: after each round, settle the variants whose verdict is
+decided and stop running them. A round adds one repeat of every case
+(``repeats=auto``, unit "repeat") or one block of new cases at the configured
+repeats (sequential over cases, unit "block", the default for a suite larger
+than ``cases_per_block``).
 
 The sweeper runs repeat r of every open variant and of the control, then
 calls :func:`review`. A variant closes when, at the per-look confidence of a
@@ -22,7 +25,14 @@ from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import MetricCall, Oriented, Outcome
-from silas_exp.stats.sequential import chances_at_max, futile, look_confidence, look_rounds
+from silas_exp.stats.sequential import (
+    chances_at_max,
+    decide_chances,
+    futile,
+    look_confidence,
+    look_rounds,
+    look_z,
+)
 
 ADAPTIVE_FILE = "adaptive.json"
 
@@ -35,12 +45,26 @@ class AdaptiveState:
     confidence: float  # two-sided confidence of each look
     control: str | None = None
     closed: dict[str, dict] = field(default_factory=dict)  # variant -> round, outcome, why
+    unit: str = "repeat"  # what a round adds: "repeat" (same cases) or "block" (new cases)
+    cases_per_block: int | None = None  # unit "block": cases a round adds
+    pool_cases: int | None = None  # unit "block": cases in the pool (the most a study can use)
+    seed: int | None = None  # unit "block": the seed that fixed the order of the cases
 
     @classmethod
     def plan(cls, settings: AnalysisSettings, repeats_min: int, repeats_max: int) -> AdaptiveState:
         looks = look_rounds(repeats_min, repeats_max)
         return cls(repeats_min, repeats_max, looks, look_confidence(settings.confidence,
                                                                      len(looks)))
+
+    @classmethod
+    def plan_blocks(cls, settings: AnalysisSettings, blocks: int, cases_per_block: int,
+                    pool_cases: int, seed: int) -> AdaptiveState:
+        """Looks after blocks 1, 2, 4, … and the last: few looks keep alpha spending cheap."""
+        state = cls.plan(settings, 1, blocks) if blocks > 1 else cls(
+            1, 1, [1], look_confidence(settings.confidence, 1))
+        state.unit, state.cases_per_block, state.pool_cases, state.seed = (
+            "block", cases_per_block, pool_cases, seed)
+        return state
 
     def write(self, folder: Path) -> None:
         tmp = folder / (ADAPTIVE_FILE + ".tmp")
@@ -72,15 +96,44 @@ def _futile(r: AblationResult, data, variant: str, repeats_max: int) -> str | No
     return None
 
 
+def _futile_cases(r: AblationResult, variant: str, pool_cases: int) -> str | None:
+    """Why the rest of the pool cannot decide ``variant``, or None: the
+    conditional power of the whole pool, with the interval shrinking as
+    1/sqrt(cases) from what the cases so far give."""
+    chances, names = [], []
+    for c in r.comparisons:
+        if c.variant != variant or c.metric not in r.gated or c.call is not MetricCall.UNDECIDED:
+            continue
+        if c.n_cases >= pool_cases:
+            return f"the pool's {pool_cases} cases are used up"
+        d = Oriented.of(c.delta, c.ci_low, c.ci_high, spec(c.metric).direction)
+        h_max = (d.high - d.low) / 2 * (max(c.n_cases, 1) / pool_cases) ** 0.5
+        chances.append(decide_chances(d.estimate, d.low, d.high, c.margin, h_max,
+                                      look_z(r.confidence, pool_cases)))
+        names.append(f"{c.metric} (≈ {c.n_needed or '?'} cases)")
+    if futile(chances):
+        return (f"under 10% chance that the pool's {pool_cases} cases decide; it would take: "
+                + ", ".join(names))
+    return None
+
+
 def review(sweep_dir: Path, settings: AnalysisSettings, state: AdaptiveState, round_: int,
            suite_dir: Path | None = None) -> AdaptiveState:
-    """Close the variants decided after ``round_`` repeats (1-based); write the state."""
+    """Close the variants decided after ``round_`` rounds (1-based); write the state."""
     data = load_sweep_dir(sweep_dir, suite_dir)
     looked = settings.model_copy(update={"confidence": state.confidence})
     try:
         result = ablation(data, looked)
     except AnalysisError:
         return state  # e.g. nothing finished yet: look again after the next round
+    close_decided(result, data, state, round_)
+    state.write(sweep_dir)
+    return state
+
+
+def close_decided(result: AblationResult, data, state: AdaptiveState, round_: int) -> None:
+    """The stopping rule at one look: close every open variant whose verdict is
+    decided, or that the study's remaining rounds cannot decide."""
     state.control = result.control
     for variant, vv in result.verdicts.items():
         if variant in state.closed:
@@ -89,17 +142,28 @@ def review(sweep_dir: Path, settings: AnalysisSettings, state: AdaptiveState, ro
         if vv.outcome is not Outcome.INCONCLUSIVE:
             why = "; ".join(vv.reasons)
         elif round_ >= state.repeats_max:
-            why = f"repeats_max={state.repeats_max} reached: " + "; ".join(vv.reasons)
+            why = (f"repeats_max={state.repeats_max} reached: " if state.unit == "repeat" else
+                   f"the pool's {state.pool_cases} cases are used up: ") + "; ".join(vv.reasons)
+        elif state.unit == "block":
+            why = _futile_cases(result, variant, state.pool_cases or 0)
         else:
             why = _futile(result, data, variant, state.repeats_max)
         if why:
             state.closed[variant] = {"round": round_, "outcome": vv.outcome.value, "why": why}
-    state.write(sweep_dir)
-    return state
 
 
 def adaptive_notes(state: AdaptiveState) -> list[str]:
     """Report lines: the plan and where each variant stopped."""
+    if state.unit == "block":
+        size = state.cases_per_block or 0
+        notes = [f"sequential over cases: blocks of {size} cases drawn from a pool of "
+                 f"{state.pool_cases} in the order seed={state.seed} fixes; verdicts looked at "
+                 f"after blocks {', '.join(map(str, state.looks))} (Bonferroni alpha spending "
+                 f"over {len(state.looks)} looks: each at {state.confidence:.2%} two-sided "
+                 "confidence)"]
+        notes += [f"{v} stopped after block {c['round']} ({min(c['round'] * size, state.pool_cases or 0)} "
+                  f"cases): {c['outcome']} — {c['why']}" for v, c in sorted(state.closed.items())]
+        return notes
     notes = [f"repeats=auto: verdicts looked at after rounds "
              f"{', '.join(map(str, state.looks))} (Bonferroni alpha spending over "
              f"{len(state.looks)} looks: each at {state.confidence:.2%} two-sided confidence)"]

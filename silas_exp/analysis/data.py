@@ -130,6 +130,41 @@ def job_from_result(result: JobResult, run_id: str | None = None,
     return job_data(result.variant, result.repeat, result.metrics, result.cases(folder), run_id)
 
 
+def merge_blocks(jobs: list[JobData]) -> list[JobData]:
+    """One ``JobData`` per (variant, repeat): the jobs of a sequential study
+    that ran the same variant and repeat on different blocks of cases become
+    one, holding every case. Its run-level metrics are recomputed: a metric
+    the cases carry is their mean (as a job computes it), a sum (``llm.*``
+    spend and counts) is summed, anything else is the case-weighted mean."""
+    groups: dict[tuple[str, int], list[JobData]] = {}
+    for j in jobs:
+        groups.setdefault((j.variant, j.repeat), []).append(j)
+    out = []
+    for (variant, repeat), parts in groups.items():
+        if len(parts) == 1:
+            out.append(parts[0])
+            continue
+        merged = JobData(variant, repeat, {}, {}, run_id=parts[0].run_id)
+        for p in parts:
+            merged.cases.update(p.cases)
+            merged.outputs.update(p.outputs)
+            merged.status.update(p.status)
+            merged.evictions.update(p.evictions)
+        weights = [len(p.cases) for p in parts]
+        for key in set().union(*[p.metrics for p in parts]):
+            values = [p.metrics.get(key, math.nan) for p in parts]
+            per_case = [row[key] for row in merged.cases.values() if key in row]
+            if per_case:
+                merged.metrics[key] = float(np.nanmean(per_case)) if not all(
+                    math.isnan(v) for v in per_case) else math.nan
+            elif key.startswith("llm."):
+                merged.metrics[key] = float(np.nansum(values))
+            else:
+                merged.metrics[key] = float(np.average(values, weights=weights))
+        out.append(merged)
+    return out
+
+
 CONTROL_FILE = "control.json"  # written by the sweeper when it added the control variant
 
 
@@ -137,8 +172,8 @@ def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None) -> SweepData:
     """Finished jobs of a sweep folder; with ``suite_dir``, the suite's promoted
     baseline too (a candidate control)."""
     info = read_manifest(sweep_dir)
-    jobs = [job_from_result(r, folder=folder) for folder, r in sweep_job_results(sweep_dir)
-            if r.finished and r.run is not None]
+    jobs = merge_blocks([job_from_result(r, folder=folder) for folder, r in sweep_job_results(sweep_dir)
+                         if r.finished and r.run is not None])
     if not jobs:
         raise AnalysisError(f"{sweep_dir}: no finished job with results")
     added = None
@@ -182,10 +217,11 @@ def load_baseline(suite_dir: Path) -> JobData | None:
 
 
 def latest_per_job(runs: Iterable[Any]) -> list[Any]:
-    """Keep the newest FINISHED run per (variant, repeat) — resumed sweeps may hold several."""
+    """Keep the newest FINISHED run per (variant, repeat, block) — resumed sweeps may hold several."""
     best: dict[tuple[str, str], Any] = {}
     for r in runs:
-        key = (r.data.tags.get("silas.variant", ""), r.data.tags.get("silas.repeat", ""))
+        key = (r.data.tags.get("silas.variant", ""), r.data.tags.get("silas.repeat", ""),
+               r.data.tags.get("silas.block", "0"))
         if key not in best or r.info.start_time > best[key].info.start_time:
             best[key] = r
     return list(best.values())

@@ -33,10 +33,11 @@ class JobRecord:
     metrics: dict[str, float]
     error: str | None
     folder: Path
+    block: int = 0
 
 
 def read_job_records(sweep_dir: Path) -> list[JobRecord]:
-    return [JobRecord(r.variant, r.repeat, r.status, r.metrics, r.error, folder)
+    return [JobRecord(r.variant, r.repeat, r.status, r.metrics, r.error, folder, r.block)
             for folder, r in sweep_job_results(sweep_dir)]
 
 
@@ -51,13 +52,15 @@ def _fmt(values: Sequence[float]) -> str:
 
 
 def variant_table(records: Sequence[JobRecord], metrics: Sequence[str] = HEADLINE) -> str:
-    """Markdown table: variant | n | metric (mean ± sd over repeats) ..."""
+    """Markdown table: variant | n | metric (mean ± sd over repeats) ...; in a
+    sequential study over blocks of cases, over its jobs (blocks × repeats)."""
     by_variant: dict[str, list[JobRecord]] = defaultdict(list)
     for r in records:
         by_variant[r.variant].append(r)
     # headline metrics no job reports (probe scores in an eviction sweep) get no column
     metrics = [m for m in metrics if any(m in r.metrics for r in records)] or list(metrics)
-    header = ["variant", "repeats"] + [labelled(m) for m in metrics]
+    unit = "jobs (blocks × repeats)" if any(r.block for r in records) else "repeats"
+    header = ["variant", unit] + [labelled(m) for m in metrics]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for variant in sorted(by_variant):
         jobs = by_variant[variant]
@@ -69,4 +72,5 @@ def variant_table(records: Sequence[JobRecord], metrics: Sequence[str] = HEADLIN
 
 
 def failures(records: Sequence[JobRecord]) -> list[str]:
-    return [f"{r.variant}#r{r.repeat} ({r.folder}): {r.error}" for r in records if r.status != "finished"]
+    return [f"{r.variant}#r{r.repeat}{f' b{r.block}' if r.block else ''} ({r.folder}): {r.error}"
+            for r in records if r.status != "finished"]

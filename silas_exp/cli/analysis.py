@@ -49,13 +49,13 @@ def ablation_settings(args):
 def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any]:
     """A sweep's finished jobs read back from MLflow (their result artifacts),
     and its parent run (None if absent)."""
-    from silas_exp.analysis.data import SweepData, job_from_result, latest_per_job
+    from silas_exp.analysis.data import SweepData, job_from_result, latest_per_job, merge_blocks
     from silas_exp.tracking.reader import Reader
 
     reader = Reader(uri)
     parent, children = reader.sweep_runs(sweep_id)
-    jobs = [job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
-            for r in latest_per_job(children)]
+    jobs = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
+                         for r in latest_per_job(children)])
     command = parent.data.tags.get("silas.command", "") if parent else ""
     return SweepData(sweep_id, command, jobs), parent
 

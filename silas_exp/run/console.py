@@ -60,7 +60,8 @@ def first_report(sweep_dir: Path, exc: BaseException) -> bool:
 
 
 def job_label(job: JobSpec, multirun: bool, job_num: int) -> str:
-    return f"[job {job_num}] {job.variant}#r{job.repeat}" if multirun else f"[run] {job.variant}"
+    block = f" b{job.block}" if job.block else ""
+    return f"[job {job_num}] {job.variant}#r{job.repeat}{block}" if multirun else f"[run] {job.variant}"
 
 
 def skipped(label: str, run_id: str) -> None:

@@ -48,7 +48,7 @@ def write_result(out_dir: Path, job: JobSpec, outcome: JobOutcome | None, error:
     """The job's record (result.json) and, for a calibrated scorer, its calibration."""
     write_job_result(out_dir, job_result(
         job.variant, job.repeat, error, outcome.metrics if outcome else {},
-        outcome.suite_version if outcome else None, outcome.run if outcome else None))
+        outcome.suite_version if outcome else None, outcome.run if outcome else None, job.block))
     if outcome is not None and outcome.calibration is not None:
         (out_dir / "calibration.json").write_text(
             json.dumps(calibration_to_json(outcome.calibration), indent=1))

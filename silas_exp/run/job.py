@@ -25,7 +25,13 @@ from silas_exp.config import ExperimentConfig, job_seed
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import Flush, ReplayStats
 from silas_exp.data.suites.expected import judge_case
-from silas_exp.data.suites.loader import LoadedSuite, load_suite, probe_plan, session_case
+from silas_exp.data.suites.loader import (
+    CaseList,
+    LoadedSuite,
+    load_suite,
+    probe_plan,
+    session_case,
+)
 from silas_exp.errors import BudgetExceeded, RunError, SilasExpError, SuiteError
 from silas_exp.eviction.base import STRATEGIES, StrategyDeps, build_strategy
 from silas_exp.feedback.calibration import (
@@ -48,6 +54,7 @@ from silas_exp.probes.pipeline import run_probe_case
 from silas_exp.probes.report import PROBE_TABLE, run_probe_metrics
 from silas_exp.records import CASES_FILE, CaseLog, case_results, write_json_atomic
 from silas_exp.run import disk_cache
+from silas_exp.run.blocks import block_of
 from silas_exp.run.tally import CaseTally
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkResult, BenchmarkRun
 from silas_exp.scorers import (
@@ -68,6 +75,7 @@ class JobSpec:
     variant: str
     repeat: int
     seed: int
+    block: int = 0  # which block of the suite's cases (sequential studies)
 
     @property
     def namespace(self) -> str:
@@ -92,7 +100,8 @@ class JobOutcome:
 
 
 def make_job(cfg: ExperimentConfig, variant: str) -> JobSpec:
-    return JobSpec(variant=variant, repeat=cfg.repeat, seed=job_seed(cfg.seed, cfg.repeat))
+    return JobSpec(variant=variant, repeat=cfg.repeat, seed=job_seed(cfg.seed, cfg.repeat),
+                   block=cfg.block)
 
 
 def _main_settings(cfg: ExperimentConfig) -> MainModelSettings:
@@ -430,7 +439,9 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     loaded = loaded or load_suite(cfg.suite.path)
     started = datetime.now(UTC)
-    cases = loaded.eval_cases[: cfg.suite.max_cases]
+    pool = loaded.eval_cases[: cfg.suite.max_cases]
+    cases = CaseList(loaded, [pool.ids[i] for i in
+                              block_of(len(pool), cfg.block, cfg.cases_per_block, cfg.seed)])
     store = FeedbackStore(out_dir / "feedback.sqlite", fresh=True)
     with build_client(cfg.llm, seed=job.seed, cache_dir=cfg.llm.cache_dir,
                       ledger_path=spend_ledger or out_dir / "llm_spend.sqlite",

@@ -45,6 +45,9 @@ class JobKey(Protocol):
     @property
     def seed(self) -> int: ...
 
+    @property
+    def block(self) -> int: ...
+
 
 def experiment_name(cfg: ExperimentConfig) -> str:
     """``tracking.experiment`` (or MLFLOW_EXPERIMENT_NAME), else one per suite."""
@@ -55,6 +58,7 @@ def run_tags(cfg: ExperimentConfig, job: JobKey, sweep: SweepManifest | None) ->
     tags = {
         "silas.variant": job.variant,
         "silas.repeat": str(job.repeat),
+        "silas.block": str(job.block),
         "silas.seed": str(job.seed),
         "silas.config_hash": cfg.variant_hash(),
         "silas.suite": cfg.suite.name,

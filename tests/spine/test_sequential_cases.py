@@ -1,0 +1,76 @@
+"""Sequential over cases: the default suite is a generated pool drawn in
+seeded blocks; a sweep looks at the verdicts after blocks and stops a variant
+once it is decided or the rest of the pool cannot decide it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from silas_exp.data.suites.loader import _check_case, load_suite
+from silas_exp.data.suites.pool import POOLS, Pool, generate
+from silas_exp.errors import ConfigError
+from silas_exp.run.blocks import block_of, block_order, n_blocks
+
+from ..conftest import REPO
+
+
+def test_blocks_partition_the_pool_in_an_order_the_seed_fixes():
+    blocks = [block_of(100, b, 30, seed=4) for b in range(n_blocks(100, 30))]
+    assert [len(b) for b in blocks] == [30, 30, 30, 10]
+    assert sorted(i for b in blocks for i in b) == list(range(100))  # disjoint, all cases
+    assert block_of(100, 0, 30, seed=4) == blocks[0]  # reproducible
+    assert block_of(100, 0, 30, seed=5) != blocks[0]  # another seed, another order
+    assert block_order(100, 4) != list(range(100))
+    assert block_of(20, 0, 30, seed=4) == list(range(20))  # one block: the suite in its order
+    assert block_of(20, 0, None, seed=4) == list(range(20))
+    with pytest.raises(ConfigError, match="block=4"):
+        block_of(100, 4, 30, seed=4)
+
+
+def test_default_suite_is_a_pool_listed_without_generating_anything():
+    loaded = load_suite(REPO / "suites" / "default")
+    assert loaded.pool is not None and loaded.suite.version == POOLS["default"].version
+    assert len(loaded.eval_cases) >= 300 and len(loaded.calibration_cases) == 8
+    flavours = {cid.split("-")[2] for cid in loaded.eval_cases.ids}
+    assert flavours == {"coding", "debugging", "research", "support", "chronicle"}
+
+
+def test_a_pool_case_is_the_same_wherever_it_is_made_and_it_loads(tmp_path):
+    recipe = POOLS["default"]
+    a, b = Pool(recipe, tmp_path / "a"), Pool(recipe, tmp_path / "b")
+    case_id = a.ids()[123]
+    assert generate(a, case_id).read_bytes() == generate(b, case_id).read_bytes()
+    loaded = load_suite(REPO / "suites" / "default")
+    case = loaded.case(case_id)
+    _check_case(loaded, case)  # the loader's own checks pass on a generated case
+    assert case.case_id == case_id and case.expected.metric_thresholds
+
+
+def test_sequential_sweep_stops_variants_after_blocks(cli, tmp_path):
+    res = cli("-m", "scorer=weights,online", "cases_per_block=6", "suite.max_cases=18",
+              "repeats=1", "tracking=none")
+    assert res.returncode == 0, res.stderr[-3000:]
+    state = json.loads((tmp_path / "multirun" / "adaptive.json").read_text())
+    assert state["unit"] == "block" and state["pool_cases"] == 18 and state["looks"] == [1, 2, 3]
+    jobs = [json.loads(p.read_text()) for p in (tmp_path / "multirun").glob("*/result.json")]
+    blocks = {(j["variant"], j["block"]) for j in jobs}
+    assert ("scorer=heuristic", 0) in blocks and ("scorer=weights", 0) in blocks
+    # every variant stopped by a look, and the control ran as long as any of them
+    assert set(state["closed"]) == {"scorer=weights", "scorer=online"}
+    last = max(c["round"] for c in state["closed"].values())
+    assert max(b for v, b in blocks if v == "scorer=heuristic") == last - 1
+    for variant, closed in state["closed"].items():
+        assert max(b for v, b in blocks if v == variant) == closed["round"] - 1
+    report = (tmp_path / "multirun" / "ablation.md").read_text()
+    assert "sequential over cases: blocks of 6 cases" in report
+    assert "stopped after block" in report
+
+
+def test_repeats_auto_with_blocks_is_refused_before_any_job(cli):
+    res = cli("-m", "scorer=weights", "repeats=auto", "cases_per_block=6", "suite.max_cases=18",
+              "tracking=none")
+    assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "cases_per_block=null repeats=auto" in res.stderr
+    assert "[job " not in res.stdout
