@@ -33,9 +33,11 @@ class SweepRun:
     jobs: int = 0
     job_times: list[float] = field(default_factory=list)  # each job's own time
     verdicts: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # what the sweep printed
 
     def figures(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k not in ("job_times", "verdicts")}
+        return {k: v for k, v in asdict(self).items()
+                if k not in ("job_times", "verdicts", "lines")}
 
 
 def run_sweep(args: list[str], extra_env: dict[str, str] | None = None) -> SweepRun:
@@ -69,6 +71,7 @@ def run_sweep(args: list[str], extra_env: dict[str, str] | None = None) -> Sweep
         run.startup_s, run.jobs_s = started, jobs[-1][0] - started
         run.end_s, run.job_own_s = wall - jobs[-1][0], sum(s for _, s in jobs)
     run.jobs, run.job_times = len(jobs), [s for _, s in jobs]
+    run.lines = [line for _, line in lines]
     return run
 
 

@@ -1,0 +1,78 @@
+"""Time to a decision: the README sweep, seed by seed, with tracking on.
+
+    python bench/bench_decide.py [--seeds 0,1,2,3,4] [--args "-m scorer=weights,prompt,online"]
+    python bench/bench_decide.py --quick     # one seed of a two-variant sweep on 24 cases
+
+For each seed: wall and CPU time (fresh MLflow store and caches, the pool's
+case files as a returning user has them), each variant's verdict and the
+cases it used (where the sequential study stopped it). Then, in the same
+session, the reference floor: a plain Hydra multirun of 20 empty jobs, each
+logging 30 params and 20 metrics to a fresh SQLite store
+(``_empty_multirun.py``). Targets: at least 13 of the 15 (variant, seed)
+verdicts decisive; each sweep at most 60 s wall on 2 cores and at most 4x
+the empty multirun. Writes bench/results/decide.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from _results import save  # bench/ helper
+from _sweeps import REPO, run_sweep
+
+DEFAULT = "-m scorer=weights,prompt,online"
+QUICK = "-m scorer=heuristic,weights cases_per_block=8 suite.max_cases=24"
+STOPS = re.compile(r"(\S+=\S+) stops after block (\d+): (\w+)")
+
+
+def empty_multirun() -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, str(REPO / "bench" / "_empty_multirun.py"), "-m",
+                        "+i=range(0,20)", f"+store=sqlite:///{tmp}/mlflow.db",
+                        f"hydra.sweep.dir={tmp}/multirun"], check=True, capture_output=True,
+                       cwd=tmp, env={"MLFLOW_DISABLE_TELEMETRY": "true", "PATH": "/usr/bin:/bin"})
+        return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser.add_argument("--args", default=DEFAULT)
+    parser.add_argument("--quick", action="store_true", help="seed 0 of a 24-case sweep (CI smoke)")
+    ns = parser.parse_args()
+    seeds = [0] if ns.quick else [int(s) for s in ns.seeds.split(",")]
+    args = shlex.split(QUICK if ns.quick else ns.args)
+    out: dict = {"args": args, "seeds": {}}
+    block = 8 if ns.quick else 40
+    for seed in seeds:
+        run = run_sweep([*args, f"seed={seed}"])
+        stops = {v: (int(b) * block, kind) for v, b, kind in STOPS.findall("\n".join(run.lines))}
+        verdicts = dict(v.split(": ", 1) for v in run.verdicts)
+        out["seeds"][seed] = {"wall_s": run.wall_s, "cpu_s": run.cpu_s, "jobs": run.jobs,
+                              "verdicts": verdicts, "cases_used": {v: c for v, (c, _) in stops.items()}}
+        print(f"seed {seed}: {run.wall_s:5.1f} s wall, {run.cpu_s:5.1f} s CPU, {run.jobs} jobs; "
+              + "; ".join(f"{v}: {k} ({stops.get(v, ('?',))[0]} cases)" for v, k in verdicts.items()),
+              flush=True)
+    floor = empty_multirun()
+    walls = [r["wall_s"] for r in out["seeds"].values()]
+    decided = sum(k != "inconclusive" for r in out["seeds"].values() for k in r["verdicts"].values())
+    total = sum(len(r["verdicts"]) for r in out["seeds"].values())
+    out.update({"empty_multirun_s": floor, "decisive": decided, "verdicts": total,
+                "max_wall_s": max(walls), "median_wall_s": statistics.median(walls),
+                "max_wall_over_empty": max(walls) / floor})
+    print(f"{decided}/{total} verdicts decisive; wall max {max(walls):.1f} s, median "
+          f"{statistics.median(walls):.1f} s; empty Hydra + MLflow multirun {floor:.1f} s "
+          f"(max ratio {max(walls) / floor:.2f}x). Targets: >= 13/15, <= 60 s, <= 4x")
+    save("decide", out)
+
+
+if __name__ == "__main__":
+    main()
