@@ -98,8 +98,10 @@ def _futile(r: AblationResult, data, variant: str, repeats_max: int) -> str | No
 
 def _futile_cases(r: AblationResult, variant: str, pool_cases: int) -> str | None:
     """Why the rest of the pool cannot decide ``variant``, or None: the
-    conditional power of the whole pool, with the interval shrinking as
-    1/sqrt(cases) from what the cases so far give."""
+    predictive power of the whole pool (Spiegelhalter's: conditional power
+    averaged over where the truth may lie given the cases so far, so an
+    unlucky first blocks do not end a study that the pool could still
+    decide), with the interval shrinking as 1/sqrt(cases)."""
     chances, names = [], []
     for c in r.comparisons:
         if c.variant != variant or c.metric not in r.gated or c.call is not MetricCall.UNDECIDED:
@@ -108,8 +110,10 @@ def _futile_cases(r: AblationResult, variant: str, pool_cases: int) -> str | Non
             return f"the pool's {pool_cases} cases are used up"
         d = Oriented.of(c.delta, c.ci_low, c.ci_high, spec(c.metric).direction)
         h_max = (d.high - d.low) / 2 * (max(c.n_cases, 1) / pool_cases) ** 0.5
+        # the final estimate's predictive variance is the conditional one x N/n
         chances.append(decide_chances(d.estimate, d.low, d.high, c.margin, h_max,
-                                      look_z(r.confidence, pool_cases)))
+                                      look_z(r.confidence, pool_cases),
+                                      spread=(pool_cases / max(c.n_cases, 1)) ** 0.5))
         names.append(f"{c.metric} (≈ {c.n_needed or '?'} cases)")
     if futile(chances):
         return (f"under 10% chance that the pool's {pool_cases} cases decide; it would take: "

@@ -78,15 +78,16 @@ def look_z(confidence: float, n_cases: int) -> float:
 
 
 def decide_chances(estimate: float, low: float, high: float, margin: float,
-                   half_width_max: float, z: float) -> tuple[float, float]:
+                   half_width_max: float, z: float, spread: float = 1.0) -> tuple[float, float]:
     """Conditional power: if the current estimate is the truth, the chances that
     the interval at ``repeats_max`` (half-width ``half_width_max``) ends within
     the margin (ship) or beyond it (stop). The estimate still moves by the part
-    of its spread that more repeats remove."""
+    of its spread that more repeats remove. ``spread`` > 1 widens that move:
+    predictive power, which also averages over where the truth may lie."""
     from scipy.stats import norm
 
     half = (high - low) / 2
-    tau = math.sqrt(max(half**2 - half_width_max**2, 0.0)) / z
+    tau = spread * math.sqrt(max(half**2 - half_width_max**2, 0.0)) / z
     if tau == 0:
         return float(low > -margin), float(high < -margin)
     return (float(norm.sf((-margin + half_width_max - estimate) / tau)),
