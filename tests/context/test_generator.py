@@ -6,6 +6,7 @@ import filecmp
 
 from silas_exp.data.suites.build import SHIPPED, write_suite
 from silas_exp.data.suites.generator import generate_session, spec_for
+from silas_exp.data.suites.pool import POOLS
 
 from ..conftest import REPO
 
@@ -20,7 +21,7 @@ def test_same_seed_same_session_other_seed_differs():
 
 
 def test_case_mix_covers_profiles_and_fill_levels():
-    default = next(r for r in SHIPPED if r.name == "default")
+    default = POOLS["default"]
     flavours = {m.flavour for m in default.mix}
     assert {"coding", "debugging", "research", "support", "chronicle"} <= flavours
     assert len({m.fill for m in default.mix if m.split == "eval"}) >= 3

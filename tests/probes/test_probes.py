@@ -53,7 +53,7 @@ def test_offline_judge_by_hand():
 
 def _job(compose, tmp_path: Path, eviction: str, repeat: int, *extra: str):
     cfg = validate(dict(compose("suite=probes", f"eviction={eviction}", "tracking=none",
-                                f"repeat={repeat}", *extra)))
+                                f"repeat={repeat}", "repeats=3", *extra)))
     from silas_exp.config import job_seed
 
     job = JobSpec(eviction, repeat, job_seed(cfg.seed, repeat))

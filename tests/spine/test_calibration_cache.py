@@ -21,9 +21,9 @@ from ..conftest import REPO
 
 def test_calibration_key_follows_the_suite_files_and_the_code(compose, tmp_path, monkeypatch):
     suites = tmp_path / "suites"
-    shutil.copytree(REPO / "suites" / "default", suites / "default")
-    cfg = validate(OmegaConf.to_container(compose("scorer=weights", f"paths.suites={suites}"),
-                                          resolve=True))
+    shutil.copytree(REPO / "suites" / "chronicle_keepback", suites / "chronicle_keepback")
+    cfg = validate(OmegaConf.to_container(compose("scorer=weights", f"paths.suites={suites}",
+                                                  "suite=chronicle_keepback"), resolve=True))
     job, spec = make_job(cfg, "scorer=weights"), calibration_spec(cfg.scorer)
 
     def key() -> str:
@@ -31,7 +31,8 @@ def test_calibration_key_follows_the_suite_files_and_the_code(compose, tmp_path,
 
     first = key()
     assert key() == first  # deterministic while nothing changes
-    case = next(p for p in sorted((suites / "default").rglob("*.json")) if p.name != "suite.json")
+    case = next(p for p in sorted((suites / "chronicle_keepback").rglob("*.json"))
+                if p.name != "suite.json")
     stat = case.stat()
     os.utime(case, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # an edit
     edited = key()

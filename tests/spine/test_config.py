@@ -85,8 +85,9 @@ def test_job_seeds_distinct_and_stable():
 
 
 def test_variant_hash_ignores_repeat_and_paths(compose):
-    a = validate(OmegaConf.to_container(compose("repeat=0"), resolve=True))
-    b = validate(OmegaConf.to_container(compose("repeat=1", "tracking=none"), resolve=True))
+    a = validate(OmegaConf.to_container(compose("repeat=0", "repeats=2"), resolve=True))
+    b = validate(OmegaConf.to_container(compose("repeat=1", "repeats=2", "tracking=none"),
+                                        resolve=True))
     c = validate(OmegaConf.to_container(compose("scorer=weights"), resolve=True))
     assert a.variant_hash() == b.variant_hash() != c.variant_hash()
     assert not math.isnan(a.budget.total)

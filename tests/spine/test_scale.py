@@ -33,10 +33,10 @@ def _comparable(outcome) -> list[dict]:
 
 def test_cases_are_read_when_reached_and_only_a_few_stay_parsed(monkeypatch):
     monkeypatch.setattr(loader, "CACHED_CASES", 2)
-    loaded = loader.load_suite(REPO / "suites" / "default")
-    assert len(loaded._cache) == 2 and len(loaded.files) == 23
+    loaded = loader.load_suite(REPO / "suites" / "chronicle_keepback")
+    assert len(loaded._cache) == 2 and len(loaded.files) == 12
     ids = [c.case_id for c in loaded.eval_cases]
-    assert ids == [p.stem for p in sorted((REPO / "suites/default/cases").glob("case-*.json"))]
+    assert ids == [p.stem for p in sorted((REPO / "suites/chronicle_keepback/cases").glob("case-*.json"))]
     assert [c.case_id for c in loaded.eval_cases[:3]] == ids[:3]
     for case in loaded.cases:
         assert loader.session_case(loaded, case, TokenBudget()).session.items
