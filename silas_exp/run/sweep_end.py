@@ -70,6 +70,7 @@ def sweep_end_record(sweep_dir: Path, jobs: int, failed_jobs: int, broken: bool,
                    metrics={"sweep.jobs": float(jobs), "sweep.failed_jobs": float(failed_jobs)})
     if report is not None:
         end.params, end.tags, end.description = report.params, report.tags, report.description
+        end.tables = report.tables
         end.metrics.update(report.metrics)
         end.artifacts += report.artifacts
     return end
