@@ -60,15 +60,15 @@ def parent_metrics(r: AblationResult) -> dict[str, float]:
     the control on the gated metrics, gated first (the metric's name comes
     first: one chart per metric, variants side by side when grouped). Every
     statistic is in the ``ablation_table.json`` table."""
-    out = {f"verdict.{o.value}": float(sum(vv.outcome is o for vv in r.verdicts.values()))
-           for o in Outcome}
-    room = PARENT_METRICS - len(out) - 2  # sweep.jobs, sweep.failed_jobs
+    counts = {f"verdict.{o.value}": float(sum(vv.outcome is o for vv in r.verdicts.values()))
+              for o in Outcome}
+    room = PARENT_METRICS - len(counts) - 2  # sweep.jobs, sweep.failed_jobs
+    out: dict[str, float] = {}  # in the order the run page lists them: gated first
     for metric in r.gated:
         for c in r.table(metric):
-            if room > 0 and not math.isnan(c.delta):
+            if len(out) < room and not math.isnan(c.delta):
                 out[f"gated.{metric}.delta.{safe_name(c.variant)}"[:250]] = float(c.delta)
-                room -= 1
-    return out
+    return {**out, **counts}
 
 
 def stats_table(r: AblationResult) -> dict[str, list]:

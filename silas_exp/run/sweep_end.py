@@ -71,7 +71,7 @@ def sweep_end_record(sweep_dir: Path, jobs: int, failed_jobs: int, broken: bool,
     if report is not None:
         end.params, end.tags, end.description = report.params, report.tags, report.description
         end.tables = report.tables
-        end.metrics.update(report.metrics)
+        end.metrics = {**report.metrics, **end.metrics}  # the run page lists gated ones first
         end.artifacts += report.artifacts
     return end
 
