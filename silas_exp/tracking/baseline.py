@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from silas_exp.errors import AnalysisError
+from silas_exp.tracking.payload import BASELINE_NAME_MARK as NAME_MARK
 from silas_exp.tracking.payload import baseline_key
 from silas_exp.tracking.reader import Reader
 
@@ -25,7 +26,6 @@ LEGACY_POINTER = "silas.baseline_run_id"  # experiment tag of stores from before
 HISTORY_FILE = "baseline_history.jsonl"
 TAG_LIMIT = 5000  # MLflow experiment tag values are capped; the file keeps everything
 MARK = "**Baseline:**"  # first line of a (former) baseline run's description
-NAME_MARK = " · baseline"  # the current baseline's run name ends so in the runs table
 
 
 def history_key(suite: str) -> str:

@@ -30,6 +30,7 @@ EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # UI op
 
 LOCAL_UI = ("127.0.0.1", 5000)  # where the printed ``mlflow ui`` command serves a local store
 RUNS_VIEW = "?workflowType=machine_learning"  # MLflow 3.17's UI opens GenAI pages without it
+BASELINE_NAME_MARK = " · baseline"  # the current baseline's run name ends so in the runs table
 NOTE_END = "<!-- silas_exp -->"  # ends the part of an experiment's description silas_exp writes
 
 
@@ -63,18 +64,25 @@ def ui_link(tracking_uri: str, experiment_id: str | None, run_id: str | None = N
     return f"{ui_base(tracking_uri)}/{ui_path(experiment_id, run_id)}"
 
 
-def experiment_note(experiment_id: str, tags: Mapping[str, str], previous: str = "") -> str:
-    """The experiment's description (``mlflow.note.content``, shown in the
-    experiments list): a link to its runs view and each suite's current
-    baseline; text a user wrote after silas_exp's part is kept."""
-    lines = [f"Runs: [open the runs view]({ui_path(experiment_id)}) "
-             "(the plain experiment page opens MLflow's GenAI view)."]
-    for key, run_id in sorted(tags.items()):
-        suite = key.removeprefix("silas.baseline.")
-        if key.startswith("silas.baseline.") and not suite.endswith(".history") and run_id:
-            lines.append(f"Baseline of suite `{suite}`: run [{run_id[:8]}]"
-                         f"({ui_path(experiment_id, run_id)}) (`silas-exp baseline show "
-                         f"--suite {suite}`).")
+def baseline_pointers(tags: Mapping[str, str]) -> dict[str, str]:
+    """suite -> run id of its current baseline, from an experiment's tags."""
+    return {key.removeprefix("silas.baseline."): run_id for key, run_id in sorted(tags.items())
+            if key.startswith("silas.baseline.") and not key.endswith(".history") and run_id}
+
+
+def experiment_note(experiment_id: str, tags: Mapping[str, str], previous: str = "",
+                    names: Mapping[str, str] | None = None) -> str:
+    """The experiment's description (``mlflow.note.content``; the experiments
+    list shows its first line as plain text): each suite's current baseline
+    (``names``: run id -> run name), then a link to the runs view. Text a user
+    wrote after silas_exp's part is kept."""
+    names = names or {}
+    lines = [f"Baseline of suite {suite}: {names.get(run_id, 'run')} (run {run_id[:8]}, "
+             f"[open]({ui_path(experiment_id, run_id)}))."
+             for suite, run_id in baseline_pointers(tags).items()] \
+        or ["No baseline promoted yet (silas-exp baseline promote RUN)."]
+    lines.append(f"[Open the runs view]({ui_path(experiment_id)}): the plain experiment page "
+                 "opens MLflow's GenAI view.")
     own = "  \n".join(lines) + f"\n{NOTE_END}"
     _, marker, user = previous.partition(NOTE_END)
     user = user if marker else previous

@@ -29,7 +29,9 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 from silas_exp.errors import TrackingError  # noqa: E402
 from silas_exp.records import exclusive  # noqa: E402
 from silas_exp.tracking.payload import (  # noqa: E402
+    BASELINE_NAME_MARK,
     EXPERIMENT_KIND,
+    baseline_pointers,
     experiment_note,
     with_first_line,
 )
@@ -188,7 +190,11 @@ class MlflowStore:
         """The experiment's description: a link to its runs view and each suite's
         current baseline (from its tags); what a user added below is kept."""
         tags = self.experiment_tags(experiment_id)
-        note = experiment_note(experiment_id, tags, tags.get(NOTE, ""))
+        names = {}
+        for run_id in baseline_pointers(tags).values():
+            with contextlib.suppress(MlflowException):
+                names[run_id] = self.get_run(run_id).info.run_name.removesuffix(BASELINE_NAME_MARK)
+        note = experiment_note(experiment_id, tags, tags.get(NOTE, ""), names)
         if note != tags.get(NOTE):
             self.set_experiment_tag(experiment_id, NOTE, note)
 
