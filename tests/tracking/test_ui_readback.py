@@ -130,3 +130,17 @@ def test_baseline_and_regress_show_on_the_runs(readme):
     _cli(tmp, "regress", online.info.run_id)  # a second check replaces the first line
     again = client.get_run(online.info.run_id).data.tags["mlflow.note.content"]
     assert again.count("**Regression check:") == 1 and "**scorer=online**" in again
+
+
+def test_links_follow_the_tracking_server_and_the_note_keeps_user_text():
+    from silas_exp.tracking.payload import NOTE_END, experiment_note, ui_command, ui_link
+
+    assert ui_link("http://mlflow.team:8080/", "3", "abc") == \
+        f"http://mlflow.team:8080/#/experiments/3/runs/abc{RUNS_VIEW}"
+    assert ui_command("http://mlflow.team:8080") is None
+    note = experiment_note("3", {"silas.baseline.smoke": "abcdef123456"}, "my own notes",
+                           {"abcdef123456": "weights r1"})
+    assert note.startswith("Baseline of suite smoke: weights r1 (run abcdef12, ")
+    assert note.endswith(f"{NOTE_END}\n\nmy own notes")
+    again = experiment_note("3", {}, note)
+    assert again.startswith("No baseline promoted yet") and again.endswith("\n\nmy own notes")
