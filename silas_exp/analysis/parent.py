@@ -56,19 +56,30 @@ def sweep_params(command: str, swept: list[str], added_control: str | None) -> d
 
 def parent_metrics(r: AblationResult) -> dict[str, float]:
     """A handful of metrics named for charts (at most PARENT_METRICS, the sweep's
-    job counts included): the verdict counts and each variant's difference from
-    the control on the gated metrics, gated first (the metric's name comes
-    first: one chart per metric, variants side by side when grouped). Every
+    job counts included): each variant's difference from the control on the
+    gated metrics first (``delta.<variant>.<metric>``: the run page cuts long
+    names, so the variant comes first), then the verdict counts. Every
     statistic is in the ``ablation_table.json`` table."""
     counts = {f"verdict.{o.value}": float(sum(vv.outcome is o for vv in r.verdicts.values()))
               for o in Outcome}
     room = PARENT_METRICS - len(counts) - 2  # sweep.jobs, sweep.failed_jobs
+    short = chart_names(list(r.verdicts))
     out: dict[str, float] = {}  # in the order the run page lists them: gated first
     for metric in r.gated:
         for c in r.table(metric):
             if len(out) < room and not math.isnan(c.delta):
-                out[f"gated.{metric}.delta.{safe_name(c.variant)}"[:250]] = float(c.delta)
+                out[f"delta.{short[c.variant]}.{metric}"[:250]] = float(c.delta)
     return {**out, **counts}
+
+
+def chart_names(variants: list[str]) -> dict[str, str]:
+    """Variants by their values ("scorer=online" -> "online"), so a metric's
+    name shows the variant before the UI cuts it; the full name if two collide."""
+    short = {v: safe_name("_".join(p.partition("=")[2] or p for p in v.split(",")))
+             for v in variants}
+    if len(set(short.values())) < len(short):
+        return {v: safe_name(v) for v in variants}
+    return short
 
 
 def stats_table(r: AblationResult) -> dict[str, list]:

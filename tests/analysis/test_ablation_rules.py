@@ -133,7 +133,7 @@ def test_parent_summary_and_html_carry_the_verdicts(tmp_path):
     res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=worse": worse}))
     summary = parent_summary(res)
     assert summary.tags["silas.verdict.scorer_worse"] == "do_not_ship"
-    key = "gated.context.retrieval_relevance.delta.scorer_worse"
+    key = "delta.worse.context.retrieval_relevance"
     assert summary.metrics[key] == pytest.approx(-0.1, abs=0.01)
     [table] = summary.tables.values()
     [row] = [i for i, (v, m) in enumerate(zip(table["variant"], table["metric"], strict=True))
