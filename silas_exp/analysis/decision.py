@@ -23,7 +23,7 @@ ZERO_PASS = "passes no case"
 
 
 def num(x: float) -> str:
-    """A short signed-agnostic number for sentences (true minus sign)."""
+    """A number for sentences: two significant digits below 1, a true minus sign."""
     if math.isnan(x):
         return "—"
     text = f"{x:.0f}" if abs(x) >= 100 else f"{x:.2f}" if abs(x) >= 1 else f"{x:.2g}"

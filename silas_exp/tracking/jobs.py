@@ -256,7 +256,7 @@ def outcome_line(metrics: dict[str, float], payload: dict[str, Any]) -> str:
         parts.append(f"pass rate {metrics['summary.pass_rate']:.0%}")
     if optimize and optimize in metrics:
         parts.append(f"`{optimize}` = {metrics[optimize]:.4f}")
-    if metrics.get("llm.cost_usd") and payload.get("simulated", True):
+    if metrics.get("llm.cost_usd") and payload.get("simulated"):
         models = ", ".join(f"`{m}`" for m in payload.get("priced_as", [])) or "the named models'"
         parts.append(f"LLM cost ${metrics['llm.cost_usd']:.4f}, an estimate at {models} prices "
                      "(simulated answers: nothing was spent)")
