@@ -4,6 +4,7 @@ the words of each metric's declared direction."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 from silas_exp.analysis.ablation import ablation
 from silas_exp.analysis.data import JobData
 from silas_exp.analysis.decision import decision_sentence
+from silas_exp.analysis.html import ablation_html
 from silas_exp.analysis.parent import PARENT_METRICS, parent_summary
 from silas_exp.analysis.regress import regress
 from silas_exp.analysis.report import ablation_markdown
@@ -23,6 +25,7 @@ def test_one_ships_one_does_not_in_one_sentence():
                            "scorer=worse": [q - 0.1 for q in BASE]}))
     sentence = decision_sentence(res, res.ranking)
     assert sentence.startswith("scorer=better ships; scorer=worse does not (")
+    assert f"<p><b>{html.escape(sentence)}</b></p>" in ablation_html(res, [])
     assert re.search(r"context\.retrieval_relevance −0\.(1|09\d) beyond 0\.02", sentence), sentence
     summary = parent_summary(res)
     assert summary.description.splitlines()[0] == f"**{sentence}**"
@@ -50,6 +53,8 @@ def test_a_control_that_passes_no_case_is_flagged():
     md = ablation_markdown(res)
     assert "**Note:** The control scorer=heuristic passes no case" in md.split("## Verdicts")[0]
     assert "passes no case" in parent_summary(res).description.split("| variant |")[0]
+    page = ablation_html(res, [])
+    assert "<b>Note:</b> The control scorer=heuristic passes no case" in page.split("Verdicts")[0]
     fine = ablation(_sweep({"scorer=heuristic": BASE, "scorer=weights": BASE}))
     assert not any("passes no case" in n for n in fine.notes)
 
