@@ -1,17 +1,19 @@
 """Screenshots of the MLflow UI for ``docs/img/`` (not part of the test run).
 
 Builds a throwaway project folder, fills an MLflow store the way a user would —
-a sweep on the smoke suite (``scorer=heuristic,weights``, 2 repeats) and one
+the README's sweep (``scorer=weights,prompt,online``, 5 repeats), a baseline
+promoted from it and a ``regress`` check, a compression-probe sweep, and one
 real-model probe run against the local Messages API server of the tests (real
-``anthropic`` SDK, judge=llm) — serves it with ``mlflow server`` and takes
-1280×800 PNGs in headless Chromium:
+``anthropic`` SDK, judge=llm) — serves it with ``mlflow server`` on 127.0.0.1 and
+takes 1280×800 PNGs in headless Chromium with a fresh profile:
 
+* ``experiments_list.png``  the experiments list: each description links to the runs view
 * ``experiment_runs.png``   the experiment as the printed link opens it (runs)
 * ``runs_expanded.png``     the runs table with the sweep's parent run expanded
-* ``child_run.png``         a job run's overview: times, description, params, dataset
+* ``parent_verdict.png``    the README sweep's parent run: the decision in its collapsed description
+* ``child_run.png``         the promoted baseline's job run: name, description, params, dataset
+* ``ablation_report.png``   the probe sweep parent's ``ablation.html`` in the artifact view
 * ``probe_trace.png``       a probe's trace (answer + judge spans) with the judge's feedback
-* ``parent_verdict.png``    a compression-probe sweep's parent run: verdicts in its description
-* ``ablation_report.png``   that parent's ``ablation.html`` (tables and plots) in the artifact view
 
 Needs Debian's ``chromium`` and ``chromium-driver`` and ``pip install selenium``;
 run from the repository root:
@@ -45,23 +47,45 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _silas(work: Path, *args: str, env: dict[str, str] | None = None) -> None:
-    paths = [f"paths.root={work}", f"paths.suites={REPO / 'suites'}", f"paths.cache={work / 'cache'}"]
+def _run(module: str, args: list[str], env: dict[str, str] | None = None,
+         ok: tuple[int, ...] = (0,)) -> None:
     clean = {k: v for k, v in os.environ.items()
              if k not in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME")}
-    proc = subprocess.run([sys.executable, "-m", "silas_exp", *args, *paths], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO,
                           env={**clean, "MLFLOW_DISABLE_TELEMETRY": "true", **(env or {})},
                           capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise SystemExit(f"silas_exp {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+    if proc.returncode not in ok:
+        raise SystemExit(f"{module} {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+
+
+def _silas(work: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    paths = [f"paths.root={work}", f"paths.suites={REPO / 'suites'}", f"paths.cache={work / 'cache'}"]
+    _run("silas_exp", [*args, *paths], env)
+
+
+def _promote_and_regress(work: Path) -> None:
+    """A weights job becomes the baseline; an online job is checked against it."""
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{work / 'mlruns' / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("silas-default").experiment_id
+    runs = client.search_runs([exp], order_by=["attributes.start_time ASC"])
+    pick = {r.data.tags.get("silas.variant"): r.info.run_id for r in runs}
+    suite_dir = work / "suites" / "default"
+    shutil.copytree(REPO / "suites" / "default", suite_dir)
+    cli = ["--tracking-uri", uri]
+    _run("silas_exp.cli.main", ["baseline", "promote", pick["scorer=weights"],
+                                "--suite-dir", str(suite_dir), *cli])
+    _run("silas_exp.cli.main", ["regress", pick["scorer=online"], *cli], ok=(0, 1))
 
 
 def fill_store(work: Path) -> None:
     from tests.fakes.messages_server import API_KEY, FakeMessagesServer
     from tests.tracking.responders import grading_responder
 
-    _silas(work, "-m", "scorer=heuristic,weights", "suite=smoke", "repeats=2",
-           f"hydra.sweep.dir={work / 'multirun'}")
+    _silas(work, "-m", "scorer=weights,prompt,online", f"hydra.sweep.dir={work / 'multirun'}")
+    _promote_and_regress(work)
     _silas(work, "-m", "suite=probes", f"suite.path={REPO / 'probes' / 'default'}",
            "eviction=keep_all,anchored,truncate", "repeats=3",
            "analysis.control=\"eviction=keep_all\"", f"hydra.sweep.dir={work / 'probe_sweep'}")
@@ -98,7 +122,10 @@ def browser():
     from selenium.webdriver.chrome.service import Service
 
     opts = Options()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+    profile = tempfile.mkdtemp(prefix="silas-chromium-")  # a new user's browser: fresh profile
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--disable-quic", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}"):
         opts.add_argument(arg)
     opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     driver = webdriver.Chrome(options=opts, service=Service(shutil.which("chromedriver")))
@@ -143,27 +170,31 @@ def shoot(url: str, work: Path, out: Path) -> None:
 
     uri = f"sqlite:///{work / 'mlruns' / 'mlflow.db'}"
     client = MlflowClient(uri)
-    smoke = client.get_experiment_by_name("silas-smoke").experiment_id
+    default = client.get_experiment_by_name("silas-default").experiment_id
     probes = client.get_experiment_by_name("silas-probes").experiment_id
-    child = next(r for r in client.search_runs([smoke], order_by=["attributes.start_time DESC"])
-                 if r.data.tags.get("silas.variant") == "scorer=weights")
+    child = client.search_runs([default], "tags.`silas.baseline` = 'true'")[0]
     mlflow.set_tracking_uri(uri)
     trace = mlflow.search_traces(locations=[probes], return_type="list", max_results=1,
                                  filter_string="tags.`silas.task` = 'probe'")[0]
-    runs_view = "?workflowType=machine_learning"  # the link a sweep prints
-    parent = next(r for r in client.search_runs([probes]) if r.data.tags.get("silas.kind") == "sweep")
+    runs_view = "?workflowType=machine_learning"  # every link silas_exp prints carries it
+    parent = next(r for r in client.search_runs([default])
+                  if r.data.tags.get("silas.kind") == "sweep")
+    probe_parent = next(r for r in client.search_runs([probes])
+                        if r.data.tags.get("silas.kind") == "sweep")
     driver = browser()
     try:
-        _open(driver, f"{url}/#/experiments/{probes}/runs/{parent.info.run_id}{runs_view}")
+        _open(driver, f"{url}/#/experiments")
+        save(driver, out, "experiments_list.png")
+        _open(driver, f"{url}/#/experiments/{default}/runs/{parent.info.run_id}{runs_view}")
         save(driver, out, "parent_verdict.png")
-        _open(driver, f"{url}/#/experiments/{probes}/runs/{parent.info.run_id}/artifacts/"
+        _open(driver, f"{url}/#/experiments/{probes}/runs/{probe_parent.info.run_id}/artifacts/"
                       f"ablation.html{runs_view}", wait=8)
         save(driver, out, "ablation_report.png")
-        _open(driver, f"{url}/#/experiments/{smoke}{runs_view}")
+        _open(driver, f"{url}/#/experiments/{default}/runs{runs_view}")
         save(driver, out, "experiment_runs.png")
         _click(driver, "//button[contains(@data-component-id,'runnamecellrenderer')]", wait=3)
         save(driver, out, "runs_expanded.png")
-        _open(driver, f"{url}/#/experiments/{smoke}/runs/{child.info.run_id}{runs_view}")
+        _open(driver, f"{url}/#/experiments/{default}/runs/{child.info.run_id}{runs_view}")
         save(driver, out, "child_run.png")
         _open(driver, f"{url}/#/experiments/{probes}/traces?workflowType=genai"
                       f"&selectedEvaluationId={trace.info.trace_id}", wait=8)

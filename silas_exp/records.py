@@ -313,6 +313,7 @@ class SweepEnd(_Record):
     tags: dict[str, str] = Field(default_factory=dict)
     description: str | None = None
     artifacts: list[str] = Field(default_factory=list)
+    tables: dict[str, dict[str, list[Any]]] = Field(default_factory=dict)  # log_table: name -> columns
 
 
 _END_FIX = "delete it, then upload the sweep folder again (silas-exp upload SWEEP_DIR)"

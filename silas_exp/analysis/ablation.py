@@ -16,6 +16,7 @@ import math
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +41,9 @@ from silas_exp.stats import (
     sprt_with_pilot,
     verdict,
 )
+
+if TYPE_CHECKING:
+    from silas_exp.analysis.decision import Ranking
 
 ERROR_METRIC, PASS_METRIC = "summary.error", "summary.pass"
 REFERENCE = ("scorer=oracle", "scorer=random")  # the sanity bracket: ceiling and floor
@@ -102,6 +106,7 @@ class AblationResult:
     sensitivity: dict[str, Sensitivity] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     min_cases: int = 6
+    ranking: Ranking | None = None  # two or more ship: which is better (analysis.decision)
 
     def table(self, metric: str) -> list[Comparison]:
         return [c for c in self.comparisons if c.metric == metric]
@@ -292,6 +297,9 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
     result.sensitivity = _sensitivity(data, result.gated, margins, s.sensitivity_floor)
     for variant in variants:
         result.verdicts[variant] = _decide(data, result, variant, control)
+    from silas_exp.analysis.decision import annotate  # it reads this module's result
+
+    annotate(data, result, s.seed, s.n_resamples)
     return result
 
 

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 from silas_exp.analysis.ablation import AblationResult
+from silas_exp.analysis.decision import control_note, decision_sentence
 from silas_exp.analysis.report import verdict_rule
 from silas_exp.metrics.names import display_name
 from silas_exp.metrics.registry import spec
@@ -37,6 +38,8 @@ def ablation_html(r: AblationResult, plots: list[Path]) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Ablation {e(r.sweep_id)}"
              f"</title><style>{_STYLE}</style></head><body>",
              f"<h1>Ablation — sweep <code>{e(r.sweep_id)}</code></h1>"]
+    parts.append(f"<p><b>{e(decision_sentence(r, r.ranking))}</b></p>")
+    parts += [f"<p><b>Note:</b> {e(n)}</p>" for n in r.notes[:1] if n == control_note(r)]
     if r.command:
         parts.append(f"<p>Reproduce: <code>{e(r.command)}</code></p>")
     parts.append(f"<p>Control: <b>{e(r.control)}</b> — {e(r.control_reason)}.</p>")

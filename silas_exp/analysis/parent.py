@@ -1,7 +1,8 @@
 """What a sweep's parent run should say about the result, as plain data: what
-was swept, a description (the verdict table), per-variant aggregate metrics,
-verdict tags, the reports. The end of the sweep (silas_exp.run.sweep_end) puts it
-in the sweep's ``SweepEnd``, which the tracker logs to the parent run."""
+was swept, a description (the decision, then the verdict table), a few metrics
+for charts, every per-variant statistic as a table, verdict tags, the reports.
+The end of the sweep (silas_exp.run.sweep_end) puts it in the sweep's
+``SweepEnd``, which the tracker logs to the parent run."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ import shlex
 from dataclasses import dataclass, field
 
 from silas_exp.analysis.ablation import AblationResult
-from silas_exp.analysis.report import OUTCOME_TEXT, verdict_rule
-from silas_exp.metrics.names import display_name
+from silas_exp.analysis.decision import verdict_counts
+from silas_exp.analysis.report import decision_lines, verdict_lines, verdict_rule
+from silas_exp.stats import Outcome
 
 ARTIFACTS = ("ablation.html",)  # ablation.md and the plots are logged with the sweep
+STATS_TABLE = "ablation_table.json"  # per-variant statistics, logged with log_table
+PARENT_METRICS = 30  # a sweep's parent run: a handful of charts, not one per statistic
 
 _UNSAFE = re.compile(r"[^\w.\- /]")
 
@@ -28,6 +32,7 @@ class ParentReport:
     tags: dict[str, str] = field(default_factory=dict)
     description: str | None = None
     artifacts: list[str] = field(default_factory=list)
+    tables: dict[str, dict[str, list]] = field(default_factory=dict)  # name -> columns
 
 
 def safe_name(variant: str) -> str:
@@ -49,35 +54,73 @@ def sweep_params(command: str, swept: list[str], added_control: str | None) -> d
     return params
 
 
+def parent_metrics(r: AblationResult) -> dict[str, float]:
+    """A handful of metrics named for charts (at most PARENT_METRICS, the sweep's
+    job counts included): each variant's difference from the control on the
+    gated metrics first (``delta.<variant>.<metric>``: the run page cuts long
+    names, so the variant comes first), then the verdict counts. Every
+    statistic is in the ``ablation_table.json`` table."""
+    counts = {f"verdict.{o.value}": float(sum(vv.outcome is o for vv in r.verdicts.values()))
+              for o in Outcome}
+    room = PARENT_METRICS - len(counts) - 2  # sweep.jobs, sweep.failed_jobs
+    short = chart_names(list(r.verdicts))
+    out: dict[str, float] = {}  # in the order the run page lists them: gated first
+    for metric in r.gated:
+        for c in r.table(metric):
+            if len(out) < room and not math.isnan(c.delta):
+                out[f"delta.{short[c.variant]}.{metric}"[:250]] = float(c.delta)
+    return {**out, **counts}
+
+
+def chart_names(variants: list[str]) -> dict[str, str]:
+    """Variants by their values ("scorer=online" -> "online"), so a metric's
+    name shows the variant before the UI cuts it; the full name if two collide."""
+    short = {v: safe_name("_".join(p.partition("=")[2] or p for p in v.split(",")))
+             for v in variants}
+    if len(set(short.values())) < len(short):
+        return {v: safe_name(v) for v in variants}
+    return short
+
+
+def stats_table(r: AblationResult) -> dict[str, list]:
+    """Every per-variant statistic, one row per (variant, metric), for ``log_table``."""
+    cols = ("variant", "metric", "gated", "verdict", "mean", "sd", "delta", "ci_low", "ci_high",
+            "margin", "call", "p_adjusted", "dz", "cases", "repeats")
+    table: dict[str, list] = {c: [] for c in cols}
+
+    def row(*values) -> None:
+        for c, v in zip(cols, values, strict=True):
+            table[c].append(None if isinstance(v, float) and math.isnan(v) else v)
+
+    for metric in r.metrics:
+        cmean, csd = r.control_summary.get(metric, (math.nan, math.nan))
+        gated = metric in r.gated
+        row(r.control, metric, gated, "control", cmean, csd, *([math.nan] * 4), "", math.nan,
+            math.nan, None, None)
+        for c in r.table(metric):
+            row(c.variant, metric, gated, r.verdicts[c.variant].outcome.value, c.mean, c.sd,
+                c.delta, c.ci_low, c.ci_high, c.margin, c.call.value if c.call else "",
+                c.p_adjusted, c.dz, c.n_cases, c.n_repeats)
+    return table
+
+
 def parent_summary(r: AblationResult, swept: list[str] | None = None,
                    added_control: str | None = None) -> ParentReport:
-    lines = [f"**Ablation verdicts** against the control **{r.control}** ({r.control_reason}).", "",
-             "| variant | verdict | gated metric deltas vs control [CI] |", "|---|---|---|"]
-    metrics: dict[str, float] = {}
+    """The parent run's description opens with the decision in one sentence
+    (collapsed, the UI shows only the first lines), then the verdict table of
+    ``ablation.md``; its name ends with the verdict counts."""
+    lines = [*decision_lines(r), "", *verdict_lines(r), "",
+             f"Control: **{r.control}** ({r.control_reason}). Every statistic: the table "
+             f"`{STATS_TABLE}`; the full report with plots: `ablation.html` (`ablation.md` for "
+             "text).", "", verdict_rule(r)]
     swept = swept or []
     what = " ".join(t for t in shlex.split(r.command)[3:] if "," in t) if r.command else ""
     tags = {"silas.control": r.control, "silas.suite_kind": r.suite_kind,
             "silas.gated": ",".join(r.gated),
-            "mlflow.runName": f"sweep-{r.sweep_id}" + (f" {what}" if what else "")}
+            "mlflow.runName": f"sweep-{r.sweep_id}" + (f" {what}" if what else "")
+                              + f" · {verdict_counts(r)}"}
     for v, vv in sorted(r.verdicts.items()):
         tags[f"silas.verdict.{safe_name(v)}"] = vv.outcome.value
-        deltas = []
-        for c in r.comparisons:
-            if c.variant != v:
-                continue
-            base = f"variant.{safe_name(v)}.{c.metric}"
-            for suffix, value in (("mean", c.mean), ("delta", c.delta), ("ci_low", c.ci_low),
-                                  ("ci_high", c.ci_high)):
-                if not math.isnan(value):
-                    metrics[f"{base}.{suffix}"] = float(value)
-            if c.metric in r.gated:
-                deltas.append(f"{display_name(c.metric)} {c.delta:+.3g} "
-                              f"[{c.ci_low:+.3g}, {c.ci_high:+.3g}]")
-        lines.append(f"| {v} | {OUTCOME_TEXT[vv.outcome]} | {'; '.join(deltas)} |")
-    for metric, (mean, _) in r.control_summary.items():
-        if not math.isnan(mean):
-            metrics[f"variant.{safe_name(r.control)}.{metric}.mean"] = float(mean)
-    lines += ["", verdict_rule(r), "", "Full report with plots: artifact `ablation.html` "
-              "(`ablation.md` for text)."]
-    return ParentReport(params=sweep_params(r.command, swept, added_control), metrics=metrics,
-                         tags=tags, description="\n".join(lines), artifacts=list(ARTIFACTS))
+    return ParentReport(params=sweep_params(r.command, swept, added_control),
+                        metrics=parent_metrics(r), tags=tags, description="\n".join(lines),
+                        artifacts=list(ARTIFACTS), tables={STATS_TABLE: stats_table(r)})

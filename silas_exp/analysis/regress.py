@@ -1,6 +1,7 @@
 """Regression check of a run against the suite's baseline (§20.5): case
 pass→fail, judge score drop > 0.1, latency up > 50% (above a noise floor),
-and gated metric drops whose bootstrap CI over cases excludes zero."""
+and gated metrics that worsen (in their declared direction) with a bootstrap CI
+over cases that excludes zero."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ GATED = ("context.retrieval_relevance", "ir.ndcg_at_10", "context.tokens_per_ser
 # bounded [0, 1] quality metrics: a per-case drop larger than this flags the case,
 # the same rule §20.5 applies to judge scores
 CASE_DROP = {"context.retrieval_relevance": 0.1, "ir.ndcg_at_10": 0.1}
+NOTE_MARK = "**Regression check:"  # first line of a checked run's description
 
 
 @dataclass
@@ -32,6 +34,18 @@ class RegressionReport:
     @property
     def regressed(self) -> bool:
         return bool(self.case_flags or self.metric_flags)
+
+    def headline(self, accepted: bool = False) -> str:
+        """One line for the top of the checked run's description."""
+        if not self.regressed:
+            return (f"{NOTE_MARK} no regression** against baseline `{self.baseline_id}` "
+                    "(report: `regress.md`).")
+        what = [f"{len(self.case_flags)} case(s)"] if self.case_flags else []
+        what += [f"{len(self.metric_flags)} metric(s)"] if self.metric_flags else []
+        first = self.metric_flags[0].split(":")[0] if self.metric_flags \
+            else f"{self.case_flags[0][0]}: {self.case_flags[0][1]}"
+        return (f"{NOTE_MARK} REGRESSION{' (accepted)' if accepted else ''}** against baseline "
+                f"`{self.baseline_id}`: {', '.join(what)}; first: {first} (report: `regress.md`).")
 
     def markdown(self, accepted: bool = False) -> str:
         head = "REGRESSION" if self.regressed else "no regression"
@@ -74,13 +88,15 @@ def regress(run: JobData, base: JobData, run_id: str, baseline_id: str,
         if len(diffs) < 2 or np.all(np.isnan(diffs)):
             continue
         ci = cluster_bootstrap_ci(diffs, seed=seed)
-        higher = spec(metric).higher_is_better
+        mspec = spec(metric)
+        higher = mspec.higher_is_better
         bad = ci.high < 0 if higher else ci.low > 0
         if bad:
             sign = 1 if higher else -1
             worst = sorted((sign * d, c) for d, c in zip(diffs, shared, strict=True) if not math.isnan(d))[:3]
             rep.metric_flags.append(
-                f"{display_name(metric)} dropped beyond noise: Δ {ci.estimate:+.4f} "
+                f"{display_name(metric)} worsened beyond noise ({mspec.arrow()}): "
+                f"Δ {ci.estimate:+.4f} "
                 f"[{ci.low:+.4f}, {ci.high:+.4f}] over {len(diffs)} cases; worst: "
                 + ", ".join(f"{c} ({sign * d:+.3f})" for d, c in worst))
     rep.notes.append(f"latency checked only where the baseline case took ≥ {latency_floor_ms:.0f} ms")
@@ -101,4 +117,5 @@ def record_outcome(reader, run_id: str, report: RegressionReport, markdown: str,
         tags["silas.regress_gates"] = "pass" if gates_passed else "fail"
     reader.store.log(run_id, tags=tags)
     reader.store.log_text(run_id, markdown, "regress.md")
+    reader.store.note_first(run_id, report.headline(accepted), NOTE_MARK)
     return tags

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from silas_exp.analysis.ablation import AblationResult
+from silas_exp.analysis.ablation import ERROR_METRIC, AblationResult
+from silas_exp.analysis.decision import control_note, decision_sentence, worse_margin
 from silas_exp.metrics.names import display_name
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import Outcome
@@ -33,22 +34,45 @@ def verdict_rule(r: AblationResult) -> str:
             "not evidence of \"no worse\".")
 
 
+def gated_deltas(r: AblationResult, variant: str) -> str:
+    """A variant's gated differences with their CIs and worse-side margins
+    (errors are counted, not estimated: the "why" column says when they stop it)."""
+    return "; ".join(
+        f"{display_name(c.metric)} {c.delta:+.3g} [{c.ci_low:+.3g}, {c.ci_high:+.3g}] "
+        f"(margin {worse_margin(c.metric, c.margin)})"
+        for c in r.comparisons
+        if c.variant == variant and c.metric in r.gated and c.metric != ERROR_METRIC)
+
+
 def verdict_lines(r: AblationResult) -> list[str]:
-    lines = ["| variant | verdict | why | cases needed to decide |", "|---|---|---|---|"]
+    """The verdict table: the same in ablation.md and the parent run's description."""
+    lines = ["| variant | verdict | gated Δ vs control [CI] (margin) | why | to decide |",
+             "|---|---|---|---|---|"]
     for v, vv in sorted(r.verdicts.items()):
         need = f"≈ {vv.n_needed} cases × {vv.n_repeats} repeats" if vv.n_needed else ""
-        lines.append(f"| {v} | {OUTCOME_TEXT[vv.outcome]} | {'; '.join(vv.reasons)} | {need} |")
+        lines.append(f"| {v} | {OUTCOME_TEXT[vv.outcome]} | {gated_deltas(r, v)} | "
+                     f"{'; '.join(vv.reasons)} | {need} |")
+    return lines
+
+
+def decision_lines(r: AblationResult) -> list[str]:
+    """The decision first (one sentence), then what must be read beside it."""
+    lines = [f"**{decision_sentence(r, r.ranking)}**"]
+    if r.notes and r.notes[0] == control_note(r):
+        lines += ["", f"**Note:** {r.notes[0]}"]
     return lines
 
 
 def ablation_markdown(r: AblationResult, plots: list[str] | None = None) -> str:
-    lines = [f"# Ablation report — sweep `{r.sweep_id}`", ""]
+    lines = [f"# Ablation report — sweep `{r.sweep_id}`", "", *decision_lines(r), ""]
     if r.command:
         lines += ["Reproduce:", "", "```bash", r.command, "```", ""]
     lines += [f"Control: **{r.control}** — {r.control_reason}.", "", verdict_rule(r), "",
               "## Verdicts", "", *verdict_lines(r), "",
               "Gated metrics (" + r.suite_kind + " suite): "
               + ", ".join(f"{display_name(m)} ({spec(m).arrow()})" for m in r.gated) + "."]
+    if r.ranking is not None:
+        lines += ["", *r.ranking.markdown()]
     insensitive = r.insensitive()
     if insensitive:
         lines += ["", "**Insensitive here:** " + ", ".join(insensitive) + " cannot separate the "

@@ -70,7 +70,8 @@ def sweep_end_record(sweep_dir: Path, jobs: int, failed_jobs: int, broken: bool,
                    metrics={"sweep.jobs": float(jobs), "sweep.failed_jobs": float(failed_jobs)})
     if report is not None:
         end.params, end.tags, end.description = report.params, report.tags, report.description
-        end.metrics.update(report.metrics)
+        end.tables = report.tables
+        end.metrics = {**report.metrics, **end.metrics}  # the run page lists gated ones first
         end.artifacts += report.artifacts
     return end
 
@@ -133,6 +134,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
     from silas_exp.analysis.ablation import ablation
     from silas_exp.analysis.adaptive import AdaptiveState, adaptive_notes
     from silas_exp.analysis.data import load_sweep_dir
+    from silas_exp.analysis.decision import decision_sentence
     from silas_exp.analysis.html import ablation_html
     from silas_exp.analysis.parent import parent_summary
     from silas_exp.analysis.plots import ablation_plots
@@ -153,6 +155,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
         (sweep_dir / "ablation.html").write_text(ablation_html(result, plots))
         report = parent_summary(result, data.swept_keys, data.added_control)
         print(f"\nAblation vs {result.control} ({result.control_reason}):")
+        print(f"  {decision_sentence(result, result.ranking)}")
         for variant, vv in sorted(result.verdicts.items()):
             need = f" (≈ {vv.n_needed} cases to decide)" if vv.n_needed else ""
             print(f"  {variant}: {OUTCOME_TEXT[vv.outcome].strip('*')} — "

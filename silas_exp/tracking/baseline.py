@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from silas_exp.errors import AnalysisError
+from silas_exp.tracking.payload import BASELINE_NAME_MARK as NAME_MARK
 from silas_exp.tracking.payload import baseline_key
 from silas_exp.tracking.reader import Reader
 
 LEGACY_POINTER = "silas.baseline_run_id"  # experiment tag of stores from before per-suite keys
 HISTORY_FILE = "baseline_history.jsonl"
 TAG_LIMIT = 5000  # MLflow experiment tag values are capped; the file keeps everything
+MARK = "**Baseline:**"  # first line of a (former) baseline run's description
 
 
 def history_key(suite: str) -> str:
@@ -94,7 +96,12 @@ def promote(reader: Reader, run_id: str, suite_dir: Path | None = None) -> dict[
     history.append(entry)
     reader.set_experiment_tag(exp_id, baseline_key(suite), run_id)
     reader.set_experiment_tag(exp_id, history_key(suite), _bounded(history))
-    reader.store.log(run_id, tags={"silas.baseline": "true", "silas.baseline_promoted_at": now})
+    reader.store.log(run_id, tags={"silas.baseline": "true", "silas.baseline_promoted_at": now,
+                                   "mlflow.runName": _named(run.info.run_name, True)})
+    reader.store.note_first(run_id, f"{MARK} the current baseline of suite `{suite}` "
+                            f"(promoted {now[:16]} UTC); `silas-exp regress RUN` checks runs "
+                            "against it.", MARK)
+    reader.store.refresh_experiment_note(exp_id)
     target = suite_dir / "baseline.json"
     tmp = target.with_suffix(".json.tmp")
     tmp.write_text(json.dumps({"pins": pins, "metrics": result.metrics,
@@ -110,11 +117,21 @@ def _demote_others(reader: Reader, exp_id: str, suite: str, run_id: str, now: st
     """Every other run of the suite still tagged as baseline loses the tag."""
     runs = reader.store.search_runs(
         [exp_id], filter_string=f"tags.`silas.baseline` = 'true' and tags.`silas.suite` = '{suite}'")
-    demoted = [r.info.run_id for r in runs if r.info.run_id != run_id]
-    for old in demoted:
+    others = [r for r in runs if r.info.run_id != run_id]
+    for r in others:
+        old = r.info.run_id
         reader.store.log(old, tags={"silas.baseline": "false", "silas.baseline_demoted_at": now,
-                                    "silas.baseline_superseded_by": run_id})
-    return demoted
+                                    "silas.baseline_superseded_by": run_id,
+                                    "mlflow.runName": _named(r.info.run_name, False)})
+        reader.store.note_first(old, f"{MARK} former baseline of suite `{suite}`, replaced by run "
+                                f"`{run_id}` on {now[:16]} UTC.", MARK)
+    return [r.info.run_id for r in others]
+
+
+def _named(name: str | None, baseline: bool) -> str:
+    """The run's name with (or without) the baseline mark."""
+    plain = (name or "").removesuffix(NAME_MARK)
+    return plain + NAME_MARK if baseline else plain
 
 
 def current_baseline(reader: Reader, experiment_name: str, suite: str) -> str:

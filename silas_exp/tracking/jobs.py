@@ -20,9 +20,9 @@ from silas_exp.tracking.payload import (
     BASELINE_RUN_TAG,
     baseline_key,
     code_revision,
-    default_params,
     flatten,
     run_params,
+    short_run_name,
     standard_tags,
     suite_dataset,
 )
@@ -95,20 +95,32 @@ def job_description(cfg: ExperimentConfig, job: JobKey, sweep: SweepManifest | N
             f"`{cfg.scorer.name}`, eviction `{cfg.eviction.name}`, judge `{cfg.judge.name}`.")
 
 
+def job_overrides(out_dir: Path) -> list[str]:
+    """The job's command-line overrides, as Hydra saved them in its folder."""
+    import yaml
+
+    try:
+        return [str(o) for o in yaml.safe_load((out_dir / ".hydra" / "overrides.yaml").read_text())
+                or []]
+    except (OSError, yaml.YAMLError):
+        return []
+
+
 def job_payload(cfg: ExperimentConfig, job: JobKey, sweep: SweepManifest | None,
-                suite_version: str) -> dict[str, Any]:
+                suite_version: str, overrides: list[str] | None = None) -> dict[str, Any]:
     """Run name, tags, params, dataset and start time of one job's run (both
     tracking paths use it; the background uploader reads it from job.json)."""
     tags = {**run_tags(cfg, job, sweep), "silas.suite_version": suite_version}
     flat = flatten(cfg.model_dump(mode="json", exclude={"paths", "resume"}))
-    defaults = sweep.default_params if sweep is not None and sweep.default_params else default_params()
-    params = run_params(flat, defaults, sweep.swept_keys if sweep is not None else [])
+    params = run_params(flat, sweep.swept_keys if sweep is not None else [], overrides or [])
     params["job.seed"] = str(job.seed)
-    return {"run_name": f"{job.variant}#r{job.repeat}", "tags": tags, "params": params,
+    return {"run_name": short_run_name(job.variant, job.repeat), "tags": tags, "params": params,
             "experiment_name": experiment_name(cfg), "log_case_table": cfg.tracking.log_case_table,
             "started_at": time.time(), "description": job_description(cfg, job, sweep, suite_version),
             "dataset": suite_dataset(cfg.suite.path, cfg.suite.name, suite_version, cfg.paths.root),
-            "traces": traces_wanted(cfg), "optimize": cfg.metrics.optimize}
+            "traces": traces_wanted(cfg), "optimize": cfg.metrics.optimize,
+            "priced_as": sorted({cfg.model.main_id, cfg.model.scorer_id, cfg.model.judge_id}),
+            "simulated": cfg.model.backend == "simulated"}
 
 
 def write_job_file(out_dir: Path, payload: dict[str, Any]) -> None:
@@ -161,7 +173,8 @@ class JobTracker:
         exp_id = self.sweep.experiment_id if self.sweep and self.sweep.experiment_id else None
         self.experiment_id = exp_id or self.store.ensure_experiment(experiment_name(self.cfg))
         parent = self.sweep.parent_run_id if self.sweep else None
-        self.payload = job_payload(self.cfg, self.job, self.sweep, self.suite_version)
+        self.payload = job_payload(self.cfg, self.job, self.sweep, self.suite_version,
+                                   job_overrides(self.out_dir))
         self.run_id = open_job_run(self.store, self.experiment_id, self.payload, parent,
                                    self.store.experiment_tags(self.experiment_id))
         return self
@@ -218,7 +231,7 @@ def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict
         tags["judge.low_agreement"] = str(bool(metrics["judge.low_agreement"])).lower()
     if payload.get("description"):
         tags["mlflow.note.content"] = payload["description"] + "\n\n" + outcome_line(
-            metrics, payload.get("optimize"))
+            metrics, payload)
     store.log(run_id, metrics=metrics, tags=tags)
     if log_case_table and (out_dir / RESULT_FILE).is_file():
         for name, table in case_tables(out_dir):
@@ -238,12 +251,19 @@ def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict
         log_traces(store, run_id, out_dir / CALL_LOG, probes if probes.is_file() else None)
 
 
-def outcome_line(metrics: dict[str, float], optimize: str | None) -> str:
+def outcome_line(metrics: dict[str, float], payload: dict[str, Any]) -> str:
+    """The result sentence of a job run's description. A simulated run spends
+    nothing: its cost is what the same calls would cost at the named model's prices."""
+    optimize = payload.get("optimize")
     parts = [f"{metrics['summary.cases']:.0f} cases"] if "summary.cases" in metrics else []
     if "summary.pass_rate" in metrics:
         parts.append(f"pass rate {metrics['summary.pass_rate']:.0%}")
     if optimize and optimize in metrics:
         parts.append(f"`{optimize}` = {metrics[optimize]:.4f}")
-    if metrics.get("llm.cost_usd"):
+    if metrics.get("llm.cost_usd") and payload.get("simulated"):
+        models = ", ".join(f"`{m}`" for m in payload.get("priced_as", [])) or "the named models'"
+        parts.append(f"LLM cost ${metrics['llm.cost_usd']:.4f}, an estimate at {models} prices "
+                     "(simulated answers: nothing was spent)")
+    elif metrics.get("llm.cost_usd"):
         parts.append(f"LLM cost ${metrics['llm.cost_usd']:.4f}")
     return "Result: " + ", ".join(parts) + "." if parts else "No result."

@@ -24,7 +24,14 @@ from silas_exp.records import (
     write_manifest,
 )
 from silas_exp.tracking import background
-from silas_exp.tracking.jobs import JobKey, JobTracker, experiment_name, job_payload, write_job_file
+from silas_exp.tracking.jobs import (
+    JobKey,
+    JobTracker,
+    experiment_name,
+    job_overrides,
+    job_payload,
+    write_job_file,
+)
 from silas_exp.tracking.parent import (
     close_parent,
     command_key,
@@ -33,7 +40,7 @@ from silas_exp.tracking.parent import (
     parent_tags,
     reopen_sweep,
 )
-from silas_exp.tracking.payload import default_params, ui_link
+from silas_exp.tracking.payload import ui_command, ui_link
 from silas_exp.tracking.preflight import preflight
 from silas_exp.tracking.tracker import FinishedJob, JobRun
 
@@ -49,6 +56,7 @@ class MlflowTracker:
     def __init__(self, cfg: ExperimentConfig) -> None:
         self.cfg = cfg
         self._store: MlflowStore | None = None
+        self._last: JobTracker | None = None  # the job run this process logged last
 
     @property
     def store(self) -> MlflowStore:
@@ -72,7 +80,6 @@ class MlflowTracker:
     # -- a sweep (launching process) ---------------------------------------------
     def start_sweep(self, sweep_dir: Path, manifest: SweepManifest, cli: list[str]) -> None:
         cfg = self.cfg
-        manifest.default_params = default_params()  # composed once here, not in every job
         key = command_key(cli)
         manifest.tracking_uri, manifest.artifact_root = cfg.tracking.uri, cfg.tracking.artifact_root
         manifest.parent_tags = parent_tags(cfg, manifest, key)
@@ -120,18 +127,22 @@ class MlflowTracker:
         manifest = read_manifest(sweep_dir)
         if manifest is None or not manifest.parent_run_id:
             return None
-        ui = "" if self.uri.startswith(("http://", "https://")) \
-            else f"\n  mlflow ui --backend-store-uri {self.uri}"
-        return (f"\nMLflow: experiment {manifest.experiment_name!r}, parent run "
-                f"{manifest.parent_run_id}{ui}\n  {ui_link(self.uri, manifest.experiment_id)}")
+        serve = ui_command(self.uri)
+        exp = manifest.experiment_id
+        return (f"\nMLflow: experiment {manifest.experiment_name!r}"
+                + (f"\n  {serve}" if serve else "")
+                + f"\n  runs:       {ui_link(self.uri, exp)}"
+                + f"\n  parent run: {ui_link(self.uri, exp, manifest.parent_run_id)}")
 
     # -- a job -------------------------------------------------------------------
     def job(self, job: JobKey, manifest: SweepManifest | None, suite_version: str,
             out_dir: Path) -> JobRun:
         if manifest is not None and manifest.background:  # the uploader logs it from job.json
-            write_job_file(out_dir, job_payload(self.cfg, job, manifest, suite_version))
+            write_job_file(out_dir, job_payload(self.cfg, job, manifest, suite_version,
+                                                job_overrides(out_dir)))
             return JobTracker(None, self.cfg, job, manifest, suite_version, out_dir)
-        return JobTracker(self.store, self.cfg, job, manifest, suite_version, out_dir)
+        self._last = JobTracker(self.store, self.cfg, job, manifest, suite_version, out_dir)
+        return self._last
 
     def find_finished_job(self, manifest: SweepManifest, config_hash: str, repeat: int,
                           suite_version: str) -> FinishedJob | None:
@@ -152,4 +163,7 @@ class MlflowTracker:
         write_job_result(out_dir, result.model_copy(update={"resumed_from": done.run_id}))
 
     def run_footer(self) -> str | None:
-        return f"mlflow ui --backend-store-uri {self.uri}"
+        last = self._last
+        link = f"\n{ui_link(self.uri, last.experiment_id, last.run_id)}" \
+            if last is not None and last.run_id else ""
+        return (ui_command(self.uri) or "MLflow:") + link

@@ -4,7 +4,7 @@ finished jobs a resume skips, and the one place where the parent is closed.
 Whichever process closes the parent — the background uploader, or the
 launching process with ``tracking.background=false`` — calls ``close_parent``
 with the sweep's ``SweepEnd`` (what the end-of-sweep analysis hands over: tags,
-metrics, params, description, files to attach). No mlflow import here.
+metrics, params, description, tables, files to attach). No mlflow import here.
 """
 
 from __future__ import annotations
@@ -90,6 +90,8 @@ def close_parent(store: MlflowStore, run_id: str, sweep_dir: Path, end: SweepEnd
         tags["mlflow.note.content"] = end.description
     if end.params or end.metrics or tags:
         store.log(run_id, params=end.params, metrics=end.metrics, tags=tags)
+    for name, columns in end.tables.items():
+        store.log_table(run_id, columns, name)
     for rel in end.artifacts:
         path = sweep_dir / rel
         if path.is_dir():

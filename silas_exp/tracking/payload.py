@@ -18,6 +18,7 @@ from typing import Any
 
 PARAM_VALUE_MAX = 6000
 MAX_PARAMS = 40  # a run's Params column stays readable; the full config is an artifact
+RUN_NAME_VALUES = 12  # characters of a variant's values in a job run's name
 # never params: machine-specific, tracking plumbing, price tables, anything secret
 NOT_PARAMS = ("paths.", "tracking.", "llm.prices.", "llm.cache_dir", "resume", "hydra.")
 SECRET = re.compile(r"(^|[._])(api_?key|secret|password|passwd|credentials?|auth_?token)($|[._])",
@@ -27,14 +28,73 @@ BASELINE_RUN_TAG = "silas.baseline_run_id"  # on a run: the suite's baseline whe
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # UI opens on runs
 
 
+LOCAL_UI = ("127.0.0.1", 5000)  # where the printed ``mlflow ui`` command serves a local store
+RUNS_VIEW = "?workflowType=machine_learning"  # MLflow 3.17's UI opens GenAI pages without it
+BASELINE_NAME_MARK = " · baseline"  # the current baseline's run name ends so in the runs table
+NOTE_END = "<!-- silas_exp -->"  # ends the part of an experiment's description silas_exp writes
+
+
+def ui_base(tracking_uri: str) -> str:
+    """The UI's address: the tracking server itself, or (a local store) where
+    ``ui_command`` serves it."""
+    if tracking_uri.startswith(("http://", "https://")):
+        return tracking_uri.rstrip("/")
+    return f"http://{LOCAL_UI[0]}:{LOCAL_UI[1]}"
+
+
+def ui_command(tracking_uri: str) -> str | None:
+    """The command that serves a local store at ``ui_base``; None for a server."""
+    if tracking_uri.startswith(("http://", "https://")):
+        return None
+    return (f"mlflow ui --backend-store-uri {tracking_uri} --host {LOCAL_UI[0]} "
+            f"--port {LOCAL_UI[1]}")
+
+
+def ui_path(experiment_id: str | None, run_id: str | None = None) -> str:
+    """The UI's page of an experiment's runs (or of one run), as a link inside
+    the UI (``#/…``): it opens on the runs view, not on the GenAI pages."""
+    page = f"runs/{run_id}" if run_id else "runs"
+    return f"#/experiments/{experiment_id}/{page}{RUNS_VIEW}"
+
+
 def ui_link(tracking_uri: str, experiment_id: str | None, run_id: str | None = None) -> str:
     """Where to look in the MLflow UI. ``workflowType=machine_learning`` opens the
     runs view: MLflow 3.17's UI picks GenAI vs Model training from that switch
     (default GenAI), whatever the experiment's ``mlflow.experimentKind`` tag says."""
-    base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) \
-        else "http://127.0.0.1:5000"
-    page = f"runs/{run_id}" if run_id else "runs"
-    return f"{base}/#/experiments/{experiment_id}/{page}?workflowType=machine_learning"
+    return f"{ui_base(tracking_uri)}/{ui_path(experiment_id, run_id)}"
+
+
+def baseline_pointers(tags: Mapping[str, str]) -> dict[str, str]:
+    """suite -> run id of its current baseline, from an experiment's tags."""
+    return {key.removeprefix("silas.baseline."): run_id for key, run_id in sorted(tags.items())
+            if key.startswith("silas.baseline.") and not key.endswith(".history") and run_id}
+
+
+def experiment_note(experiment_id: str, tags: Mapping[str, str], previous: str = "",
+                    names: Mapping[str, str] | None = None) -> str:
+    """The experiment's description (``mlflow.note.content``; the experiments
+    list shows its first line as plain text): each suite's current baseline
+    (``names``: run id -> run name), then a link to the runs view. Text a user
+    wrote after silas_exp's part is kept."""
+    names = names or {}
+    lines = [f"Baseline of suite {suite}: {names.get(run_id, 'run')} (run {run_id[:8]}, "
+             f"[open]({ui_path(experiment_id, run_id)}))."
+             for suite, run_id in baseline_pointers(tags).items()] \
+        or ["No baseline promoted yet (silas-exp baseline promote RUN)."]
+    lines.append(f"[Open the runs view]({ui_path(experiment_id)}): the plain experiment page "
+                 "opens MLflow's GenAI view.")
+    own = "  \n".join(lines) + f"\n{NOTE_END}"
+    _, marker, user = previous.partition(NOTE_END)
+    user = user if marker else previous
+    return own + (f"\n\n{user.strip()}" if user.strip() else "")
+
+
+def with_first_line(note: str, line: str, prefix: str) -> str:
+    """A description with ``line`` as its first paragraph, replacing an earlier
+    first paragraph that starts with ``prefix`` (a rerun's result replaces the last)."""
+    if note.startswith(prefix):
+        note = note.partition("\n\n")[2]
+    return f"{line}\n\n{note}" if note else line
 
 
 def baseline_key(suite: str) -> str:
@@ -66,30 +126,41 @@ def loggable(key: str, value: str) -> bool:
                 or _is_machine_path(value))
 
 
-def run_params(flat: Mapping[str, str], defaults: Mapping[str, str],
-               swept: Iterable[str]) -> dict[str, str]:
-    """The swept keys (a swept config group by its option name, ``scorer.name``)
-    and every value that differs from the default config, at most MAX_PARAMS."""
-    swept = set(swept)
-    first: dict[str, str] = {}
-    rest: dict[str, str] = {}
-    for key, value in flat.items():
-        if not loggable(key, value):
-            continue
-        if key in swept or (key.endswith(".name") and key.rsplit(".", 1)[0] in swept):
-            first[key] = value
-        elif defaults.get(key) != value:
-            rest[key] = value
-    return dict(list({**first, **rest}.items())[:MAX_PARAMS])
+def override_keys(overrides: Iterable[str]) -> list[str]:
+    """The keys a job's command-line overrides set (``scorer=weights`` -> ``scorer``)."""
+    keys = []
+    for ov in overrides:
+        key, sep, _ = ov.partition("=")
+        if sep and not ov.startswith("~"):
+            keys.append(key.lstrip("+"))
+    return keys
 
 
-@cache
-def default_params() -> dict[str, str]:
-    """The default config (``python -m silas_exp`` with no overrides), flattened.
-    Composed with Hydra's compose API (~0.1 s), once per process."""
-    from silas_exp.config import compose_config
+def run_params(flat: Mapping[str, str], swept: Iterable[str],
+               overrides: Iterable[str] = ()) -> dict[str, str]:
+    """What makes the run what it is: the swept keys, the keys the command line
+    set (a config group by its option name, ``scorer.name``) and the option of
+    every config group (``<group>.name``); never the defaults an option brings
+    along (the full config is the ``hydra/config.yaml`` artifact). At most MAX_PARAMS."""
+    wanted = [*swept, *override_keys(overrides)]
+    chosen: dict[str, str] = {}
+    for key in wanted:
+        hits = [k for k in (key, f"{key}.name") if k in flat] or \
+            [k for k in flat if k.startswith(f"{key}.")]
+        chosen.update((k, flat[k]) for k in hits)
+    chosen.update((k, v) for k, v in flat.items() if k.count(".") == 1 and k.endswith(".name"))
+    return dict(list((k, v) for k, v in chosen.items() if loggable(k, v))[:MAX_PARAMS])
 
-    return flatten(compose_config().model_dump(mode="json", exclude={"paths", "resume"}))
+
+def short_run_name(variant: str, repeat: int) -> str:
+    """A job run's name that the runs table does not cut (it shows ~16
+    characters): the variant's values, then the repeat ("weights r3",
+    "anchored weights r1"); long values are shortened alike."""
+    values = [part.partition("=")[2] or part for part in variant.split(",")]
+    if len(" ".join(values)) > RUN_NAME_VALUES:
+        each = max(3, (RUN_NAME_VALUES - len(values) + 1) // len(values))
+        values = [v[:each] for v in values]
+    return f"{' '.join(values)} r{repeat}"
 
 
 def user_name() -> str:

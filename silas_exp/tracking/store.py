@@ -28,13 +28,20 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 
 from silas_exp.errors import TrackingError  # noqa: E402
 from silas_exp.records import exclusive  # noqa: E402
-from silas_exp.tracking.payload import EXPERIMENT_KIND  # noqa: E402
+from silas_exp.tracking.payload import (  # noqa: E402
+    BASELINE_NAME_MARK,
+    EXPERIMENT_KIND,
+    baseline_pointers,
+    experiment_note,
+    with_first_line,
+)
 
 T = TypeVar("T")
 
 BATCH = 100  # MLflow accepts at most 100 params/tags per batch request
 METRIC_BATCH = 800
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
+NOTE = "mlflow.note.content"  # a run's or experiment's description (markdown) in the UI
 
 
 def _own_connections_after_fork() -> None:
@@ -159,6 +166,8 @@ class MlflowStore:
             missing = {k: v for k, v in EXPERIMENT_KIND.items() if k not in exp.tags}
             for key, value in missing.items():
                 self.set_experiment_tag(exp.experiment_id, key, value)
+            if NOTE not in exp.tags:
+                self.refresh_experiment_note(exp.experiment_id)
             return exp.experiment_id
         location = None
         if self.artifact_root and "://" in self.artifact_root:
@@ -166,13 +175,28 @@ class MlflowStore:
         elif self.artifact_root:
             location = Path(self.artifact_root, name).resolve().as_uri()
         try:
-            return self._lock.run(self.client.create_experiment, name, artifact_location=location,
-                                  tags={**EXPERIMENT_KIND, **(tags or {})})
+            exp_id = self._lock.run(self.client.create_experiment, name,
+                                    artifact_location=location,
+                                    tags={**EXPERIMENT_KIND, **(tags or {})})
         except MlflowException:
             exp = self.client.get_experiment_by_name(name)  # created concurrently
             if exp is None:
                 raise
             return exp.experiment_id
+        self.refresh_experiment_note(exp_id)
+        return exp_id
+
+    def refresh_experiment_note(self, experiment_id: str) -> None:
+        """The experiment's description: a link to its runs view and each suite's
+        current baseline (from its tags); what a user added below is kept."""
+        tags = self.experiment_tags(experiment_id)
+        names = {}
+        for run_id in baseline_pointers(tags).values():
+            with contextlib.suppress(MlflowException):
+                names[run_id] = self.get_run(run_id).info.run_name.removesuffix(BASELINE_NAME_MARK)
+        note = experiment_note(experiment_id, tags, tags.get(NOTE, ""), names)
+        if note != tags.get(NOTE):
+            self.set_experiment_tag(experiment_id, NOTE, note)
 
     def writing(self) -> contextlib.AbstractContextManager[None]:
         """Hold the store's write lock around writes made outside this class
@@ -243,6 +267,12 @@ class MlflowStore:
 
     def end_run(self, run_id: str, status: str = "FINISHED", end_time: float | None = None) -> None:
         self._lock.run(self.client.set_terminated, run_id, status=status, end_time=_ms(end_time))
+
+    def note_first(self, run_id: str, line: str, prefix: str) -> None:
+        """Put ``line`` at the top of the run's description (collapsed, the UI
+        shows only its first lines), replacing an earlier one starting with ``prefix``."""
+        note = self.get_run(run_id).data.tags.get(NOTE, "")
+        self.log(run_id, tags={NOTE: with_first_line(note, line, prefix)})
 
     def set_status(self, run_id: str, status: str) -> None:
         self._lock.run(self.client.update_run, run_id, status=status)

@@ -5,6 +5,7 @@ the documented order and never alphabetically."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -132,10 +133,17 @@ def test_parent_summary_and_html_carry_the_verdicts(tmp_path):
     res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=worse": worse}))
     summary = parent_summary(res)
     assert summary.tags["silas.verdict.scorer_worse"] == "do_not_ship"
-    key = "variant.scorer_worse.context.retrieval_relevance"
-    assert summary.metrics[f"{key}.delta"] == pytest.approx(-0.1, abs=0.01)
-    assert summary.metrics[f"{key}.ci_high"] < -0.02  # beyond the margin
+    key = "delta.worse.context.retrieval_relevance"
+    assert summary.metrics[key] == pytest.approx(-0.1, abs=0.01)
+    [table] = summary.tables.values()
+    [row] = [i for i, (v, m) in enumerate(zip(table["variant"], table["metric"], strict=True))
+             if v == "scorer=worse" and m == "context.retrieval_relevance"]
+    assert table["ci_high"][row] < -0.02 and table["margin"][row] == pytest.approx(0.02)
     assert "| scorer=worse | **do not ship** |" in summary.description
+    first = summary.description.splitlines()[0]
+    assert first.startswith("**No variant may ship: scorer=worse is blocked by")
+    assert re.search(r"context\.retrieval_relevance −0\.(1|09\d) beyond 0\.02", first), first
+    assert summary.tags["mlflow.runName"].endswith("· 0 ship · 1 do not ship · 0 inconclusive")
     assert safe_name("scorer=a,eviction=b") == "scorer_a.eviction_b"
     page = ablation_html(res, [])
     assert "do_not_ship" in page and "<table>" in page and "Verdict rule" in page

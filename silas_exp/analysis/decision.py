@@ -1,0 +1,205 @@
+"""An ablation's decision in one sentence: which variants ship, and what blocks
+the others (the metric, its CI against the margin, the cases needed). When
+several variants ship, they are ranked on the primary gated metric with a CI
+(superiority, not only non-inferiority). The sentence opens the parent run's
+description and the report; the verdict counts end the parent run's name."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from silas_exp.analysis.ablation import ERROR_METRIC, PASS_METRIC, AblationResult
+from silas_exp.analysis.data import SweepData
+from silas_exp.metrics.names import display_name
+from silas_exp.metrics.registry import spec
+from silas_exp.stats import MetricCall, Oriented, Outcome, cluster_bootstrap_ci
+
+OUTCOME_WORDS = {Outcome.SHIP: "ship", Outcome.DO_NOT_SHIP: "do not ship",
+                 Outcome.INCONCLUSIVE: "inconclusive"}
+ZERO_PASS = "passes no case"
+
+
+def num(x: float) -> str:
+    """A number for sentences: two significant digits below 1, a true minus sign."""
+    if math.isnan(x):
+        return "—"
+    text = f"{x:.0f}" if abs(x) >= 100 else f"{x:.2f}" if abs(x) >= 1 else f"{x:.2g}"
+    return text.replace("-", "−")
+
+
+def signed(x: float) -> str:
+    return ("+" if x >= 0 else "") + num(x)
+
+
+def worse_margin(metric: str, margin: float) -> str:
+    """The margin on the worse side of a metric's difference: −0.05 or +120."""
+    return signed(margin if spec(metric).direction == "lower" else -margin)
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """What keeps a variant from shipping: a gated metric (or the error and
+    zero-pass rules) and a short text that reads the same for every variant
+    when the margin is the same."""
+
+    key: str
+    text: str
+
+
+def blockers(r: AblationResult, variant: str) -> list[Blocker]:
+    vv = r.verdicts[variant]
+    if vv.outcome is Outcome.SHIP:
+        return []
+    rows = {c.metric: c for c in r.comparisons if c.variant == variant}
+    found = [Blocker("zero_pass", ZERO_PASS)] if ZERO_PASS in vv.reasons else []
+    if any(reason.startswith("errors:") for reason in vv.reasons):
+        found.append(Blocker(ERROR_METRIC, "errors (more case runs errored than the control's)"))
+    for metric in r.gated:
+        if metric == ERROR_METRIC:
+            continue
+        c, name = rows.get(metric), display_name(metric)
+        if c is None:
+            found.append(Blocker(metric, f"{name} (no paired value)"))
+        elif c.call is MetricCall.INFERIOR:
+            found.append(Blocker(metric, f"{name} {signed(c.delta)} beyond {num(c.margin)}"))
+        elif c.call is MetricCall.UNDECIDED and c.n_cases < r.min_cases:
+            found.append(Blocker(metric, f"{name} (only {c.n_cases} paired cases)"))
+        elif c.call is MetricCall.UNDECIDED:
+            found.append(Blocker(metric, f"{name} (CI crosses {worse_margin(metric, c.margin)})"))
+    return found
+
+
+def _texts(found: list[Blocker]) -> str:
+    return ", ".join(b.text for b in found) or "no gated metric decided"
+
+
+def _needed(r: AblationResult, variants: list[str]) -> str:
+    need = [r.verdicts[v].n_needed for v in variants if r.verdicts[v].n_needed]
+    return f"; ≈{max(need)} cases needed" if need else ""
+
+
+def _nothing_ships(r: AblationResult, held: list[str]) -> str:
+    found = {v: blockers(r, v) for v in held}
+    if len(held) == 1:
+        return f"No variant may ship: {held[0]} is blocked by {_texts(found[held[0]])}" \
+            + _needed(r, held)
+    common = [b for b in found[held[0]] if all(b.key in {x.key for x in found[v]} for v in held)]
+    if not common:
+        return "No variant may ship: " + "; ".join(
+            f"{v} is blocked by {_texts(found[v])}" for v in held) + _needed(r, held)
+    keys = {b.key for b in common}
+    also = [f"{v} also by {_texts([b for b in found[v] if b.key not in keys])}"
+            for v in held if any(b.key not in keys for b in found[v])]
+    return (f"No variant may ship: every one is blocked by {_texts(common)}"
+            + "".join(f"; {a}" for a in also) + _needed(r, held))
+
+
+def decision_sentence(r: AblationResult, ranking: Ranking | None = None) -> str:
+    """"scorer=weights ships; scorer=online does not (nDCG@10 −0.06 beyond 0.03)"."""
+    by = {o: sorted(v for v, vv in r.verdicts.items() if vv.outcome is o) for o in Outcome}
+    ship, no, undecided = by[Outcome.SHIP], by[Outcome.DO_NOT_SHIP], by[Outcome.INCONCLUSIVE]
+    if not ship:
+        return _nothing_ships(r, no + undecided) + "."
+    parts = [f"{' and '.join(ship)} {'ships' if len(ship) == 1 else 'ship'}"
+             + (f" ({ranking.sentence()})" if ranking is not None else "")]
+    parts += [f"{v} does not ({_texts(blockers(r, v))})" for v in no]
+    parts += [f"{v} is undecided ({_texts(blockers(r, v))}{_needed(r, [v])})" for v in undecided]
+    return "; ".join(parts) + "."
+
+
+def verdict_counts(r: AblationResult) -> str:
+    """"1 ship · 1 do not ship · 1 inconclusive" (for the parent run's name)."""
+    outcomes = [vv.outcome for vv in r.verdicts.values()]
+    return " · ".join(f"{outcomes.count(o)} {OUTCOME_WORDS[o]}" for o in Outcome)
+
+
+def control_passes_nothing(data: SweepData, r: AblationResult) -> bool:
+    """The control passes no case: the zero-pass rule would reject the control itself."""
+    passes = data.case_values(r.control, PASS_METRIC)
+    return bool(np.any(~np.isnan(passes))) and float(np.nansum(passes)) == 0.0
+
+
+def control_note(r: AblationResult) -> str:
+    return (f"The control {r.control} passes no case: the rule \"a variant must pass at least one "
+            "case\" would reject the control itself, so the pass gate says little here; check "
+            "the suite's expectations or pick another control (analysis.control).")
+
+
+# -- several variants ship: which is better ------------------------------------------------
+@dataclass(frozen=True)
+class Ranked:
+    variant: str
+    better: Oriented  # variant − control, positive = better
+    superior: bool  # the CI's worse-side bound is above zero: better than the control
+
+
+@dataclass(frozen=True)
+class Ranking:
+    metric: str
+    rows: list[Ranked]  # best first
+    lead: Oriented  # first − second on paired cases, positive = the first is better
+    confidence: float
+
+    def sentence(self) -> str:
+        first, second = self.rows[0].variant, self.rows[1].variant
+        name, lead = display_name(self.metric), self.lead
+        if lead.low > 0:
+            return (f"{first} is better than {second} on {name}: {signed(lead.estimate)} "
+                    f"[{signed(lead.low)}, {signed(lead.high)}]")
+        return (f"{first} ranks first on {name}, but not beyond {second} "
+                f"({signed(lead.estimate)} [{signed(lead.low)}, {signed(lead.high)}])")
+
+    def markdown(self) -> list[str]:
+        name = display_name(self.metric)
+        lines = [f"## Ranking of the shipping variants on {name} (superiority)", "",
+                 f"Non-inferiority says each may ship; this says which is better. "
+                 f"{self.confidence:.0%} CIs, oriented so that positive is better.", "",
+                 "| rank | variant | better than control by [CI] | superior to control |",
+                 "|---|---|---|---|"]
+        lines += [f"| {i} | {x.variant} | {signed(x.better.estimate)} [{signed(x.better.low)}, "
+                  f"{signed(x.better.high)}] | {'yes' if x.superior else 'no'} |"
+                  for i, x in enumerate(self.rows, 1)]
+        return lines + ["", f"First against second, paired: {self.sentence()}."]
+
+
+def primary_metric(r: AblationResult) -> str | None:
+    """The first gated metric with a direction, beyond the pass and error rules."""
+    return next((m for m in r.gated if m not in (PASS_METRIC, ERROR_METRIC)
+                 and spec(m).direction != "none"), None)
+
+
+def rank_shipping(data: SweepData, r: AblationResult, seed: int = 0,
+                  n_resamples: int = 1000) -> Ranking | None:
+    """The shipping variants ranked on the primary gated metric, when two or more ship."""
+    ship = [v for v, vv in r.verdicts.items() if vv.outcome is Outcome.SHIP]
+    metric = primary_metric(r)
+    if len(ship) < 2 or metric is None:
+        return None
+    direction = spec(metric).direction
+    rows = []
+    for c in r.table(metric):
+        if c.variant in ship:
+            o = Oriented.of(c.delta, c.ci_low, c.ci_high, direction)
+            rows.append(Ranked(c.variant, o, o.low > 0))
+    if len(rows) < 2:
+        return None
+    rows.sort(key=lambda x: -x.better.estimate)
+    _, m = data.matrix(rows[0].variant, rows[1].variant, metric)
+    try:
+        ci = cluster_bootstrap_ci(m, n_resamples=n_resamples, confidence=r.confidence, seed=seed,
+                                  expanded=True)
+    except ValueError:  # no paired case between the two
+        return None
+    return Ranking(metric, rows, Oriented.of(ci.estimate, ci.low, ci.high, direction),
+                   r.confidence)
+
+
+def annotate(data: SweepData, r: AblationResult, seed: int = 0, n_resamples: int = 1000) -> None:
+    """What the verdicts alone do not say: a control that passes no case (a
+    note), and the ranking of two or more shipping variants."""
+    if control_passes_nothing(data, r):
+        r.notes.insert(0, control_note(r))
+    r.ranking = rank_shipping(data, r, seed, n_resamples)

@@ -1,0 +1,92 @@
+"""The decision in one sentence, the ranking of several shipping variants, the
+control that passes nothing, the parent run's few metrics, and regressions in
+the words of each metric's declared direction."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import numpy as np
+
+from silas_exp.analysis.ablation import ablation
+from silas_exp.analysis.data import JobData
+from silas_exp.analysis.decision import decision_sentence
+from silas_exp.analysis.html import ablation_html
+from silas_exp.analysis.parent import PARENT_METRICS, parent_summary
+from silas_exp.analysis.regress import regress
+from silas_exp.analysis.report import ablation_markdown
+
+from .test_ablation_rules import BASE, _sweep
+
+
+def test_one_ships_one_does_not_in_one_sentence():
+    res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=better": [q + 0.05 for q in BASE],
+                           "scorer=worse": [q - 0.1 for q in BASE]}))
+    sentence = decision_sentence(res, res.ranking)
+    assert sentence.startswith("scorer=better ships; scorer=worse does not (")
+    assert f"<p><b>{html.escape(sentence)}</b></p>" in ablation_html(res, [])
+    assert re.search(r"context\.retrieval_relevance −0\.(1|09\d) beyond 0\.02", sentence), sentence
+    summary = parent_summary(res)
+    assert summary.description.splitlines()[0] == f"**{sentence}**"
+    assert summary.tags["mlflow.runName"].endswith("· 1 ship · 1 do not ship · 0 inconclusive")
+
+
+def test_several_shipping_variants_are_ranked_with_a_ci():
+    res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=some": [q + 0.03 for q in BASE],
+                           "scorer=most": [q + 0.08 for q in BASE]}))
+    assert {v.outcome.value for v in res.verdicts.values()} == {"ship"}
+    assert res.ranking is not None and res.ranking.metric == "context.retrieval_relevance"
+    assert [r.variant for r in res.ranking.rows] == ["scorer=most", "scorer=some"]
+    assert res.ranking.lead.low > 0 and all(r.superior for r in res.ranking.rows)
+    sentence = decision_sentence(res, res.ranking)
+    assert re.search(r"scorer=most is better than scorer=some on context\.retrieval_relevance: "
+                     r"\+0\.0[45]\d* \[\+0\.0\d+, \+0\.0\d+\]", sentence), sentence
+    assert "## Ranking of the shipping variants on context.retrieval_relevance" in \
+        ablation_markdown(res)
+
+
+def test_a_control_that_passes_no_case_is_flagged():
+    low = [q * 0.5 for q in BASE]  # every case below the pass bar: the control passes nothing
+    res = ablation(_sweep({"scorer=heuristic": low, "scorer=weights": BASE}))
+    assert res.notes[0].startswith("The control scorer=heuristic passes no case")
+    md = ablation_markdown(res)
+    assert "**Note:** The control scorer=heuristic passes no case" in md.split("## Verdicts")[0]
+    assert "passes no case" in parent_summary(res).description.split("| variant |")[0]
+    page = ablation_html(res, [])
+    assert "<b>Note:</b> The control scorer=heuristic passes no case" in page.split("Verdicts")[0]
+    fine = ablation(_sweep({"scorer=heuristic": BASE, "scorer=weights": BASE}))
+    assert not any("passes no case" in n for n in fine.notes)
+
+
+def test_a_wide_sweep_keeps_few_parent_metrics_gated_first():
+    variants = {"scorer=heuristic": BASE, **{f"scorer=v{i}": [q + 0.001 * i for q in BASE]
+                                             for i in range(12)}}
+    summary = parent_summary(ablation(_sweep(variants)))
+    assert len(summary.metrics) + 2 <= PARENT_METRICS  # + sweep.jobs, sweep.failed_jobs
+    assert {k.split(".")[0] for k in summary.metrics} == {"verdict", "delta"}
+    assert list(summary.metrics)[0].startswith("delta.v0.")  # the run page keeps logged order
+    [table] = summary.tables.values()
+    assert len(set(table["variant"])) == 13  # every statistic is in the table
+
+
+def _job(tokens: float) -> JobData:
+    cases = {f"c{i}": {"context.tokens_per_served_need": tokens + i, "latency_ms": 1.0}
+             for i in range(12)}
+    return JobData("scorer=heuristic", 0, {}, cases, status={c: "pass" for c in cases})
+
+
+def test_a_lower_is_better_metric_that_rises_worsened():
+    rng = np.random.default_rng(0)
+    base = _job(9000.0)
+    run = _job(9000.0)
+    for i, c in enumerate(run.cases.values()):
+        c["context.tokens_per_served_need"] += 200 + float(rng.normal(0, 5)) + i
+    rep = regress(run, base, "run", "base", metrics=("context.tokens_per_served_need",))
+    [flag] = rep.metric_flags
+    assert flag.startswith("context.tokens_per_served_need worsened beyond noise "
+                           "(lower is better): Δ +")
+    assert "dropped" not in rep.markdown()
+    assert rep.headline().startswith("**Regression check: REGRESSION** against baseline `base`")
+    better = regress(base, run, "base", "run", metrics=("context.tokens_per_served_need",))
+    assert not better.metric_flags and "no regression" in better.headline()
