@@ -114,7 +114,7 @@ def job_payload(cfg: ExperimentConfig, job: JobKey, sweep: SweepManifest | None,
     flat = flatten(cfg.model_dump(mode="json", exclude={"paths", "resume"}))
     params = run_params(flat, sweep.swept_keys if sweep is not None else [], overrides or [])
     params["job.seed"] = str(job.seed)
-    return {"run_name": short_run_name(job.variant, job.repeat), "tags": tags, "params": params,
+    return {"run_name": short_run_name(job.variant, job.repeat, job.block), "tags": tags, "params": params,
             "experiment_name": experiment_name(cfg), "log_case_table": cfg.tracking.log_case_table,
             "started_at": time.time(), "description": job_description(cfg, job, sweep, suite_version),
             "dataset": suite_dataset(cfg.suite.path, cfg.suite.name, suite_version, cfg.paths.root),

@@ -152,15 +152,16 @@ def run_params(flat: Mapping[str, str], swept: Iterable[str],
     return dict(list((k, v) for k, v in chosen.items() if loggable(k, v))[:MAX_PARAMS])
 
 
-def short_run_name(variant: str, repeat: int) -> str:
+def short_run_name(variant: str, repeat: int, block: int = 0) -> str:
     """A job run's name that the runs table does not cut (it shows ~16
     characters): the variant's values, then the repeat ("weights r3",
-    "anchored weights r1"); long values are shortened alike."""
+    "anchored weights r1") and, past the first block of a sequential study,
+    the block ("weights r0 b3"); long values are shortened alike."""
     values = [part.partition("=")[2] or part for part in variant.split(",")]
     if len(" ".join(values)) > RUN_NAME_VALUES:
         each = max(3, (RUN_NAME_VALUES - len(values) + 1) // len(values))
         values = [v[:each] for v in values]
-    return f"{' '.join(values)} r{repeat}"
+    return f"{' '.join(values)} r{repeat}" + (f" b{block}" if block else "")
 
 
 def user_name() -> str:
