@@ -58,6 +58,7 @@ from silas_exp.scorers import (
 )
 from silas_exp.scorers.base import SCORERS, CalibrationSpec, calibration_spec
 from silas_exp.scorers.heuristic import HeuristicSettings
+from silas_exp.tune.split import suite_cases
 
 MAX_EVICTED_LOGGED = 2000  # eviction order kept per case (for shadow diffs)
 
@@ -429,7 +430,7 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     loaded = loaded or load_suite(cfg.suite.path)
     started = datetime.now(UTC)
-    cases = loaded.eval_cases[: cfg.suite.max_cases]
+    cases = suite_cases(loaded.eval_cases, cfg.suite)  # a tuning study's split, if any
     store = FeedbackStore(out_dir / "feedback.sqlite", fresh=True)
     with build_client(cfg.llm, seed=job.seed, cache_dir=cfg.llm.cache_dir,
                       ledger_path=spend_ledger or out_dir / "llm_spend.sqlite",
