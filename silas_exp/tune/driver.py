@@ -1,0 +1,238 @@
+"""The loop of a tuning sweep (``hydra/sweeper=silas_tune``), handed a way to
+launch a batch of jobs: split the suite once, ask Optuna for trials, run each
+trial's repeats on the training cases, tell Optuna their mean, then certify
+the best on the held-out cases and record everything (``tune.json``).
+
+Job folders are numbered by trial (trial t, repeat r: ``t × repeats + r``), so
+a resumed study finds its jobs where it left them; certification jobs start
+at ``CERT_BASE``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from silas_exp.config import ExperimentConfig
+from silas_exp.data.suites.memo import load_suite_cached
+from silas_exp.errors import ConfigError, pydantic_error_to_config_error
+from silas_exp.records import read_manifest, write_manifest
+from silas_exp.tune import certify as cert
+from silas_exp.tune import study as st
+from silas_exp.tune.record import SPLIT_FILE, TrialScore, TuneRecord
+from silas_exp.tune.space import Dimension, default_params, parse_space, trial_overrides
+from silas_exp.tune.split import Split, split_cases
+
+log = logging.getLogger(__name__)
+CERT_BASE = 1_000_000
+# a batch of jobs -> the folders they wrote, in batch order
+Launch = Callable[[list[list[str]], int], list[Path]]
+
+
+class TuneSettings(BaseModel):
+    """The config's ``tune`` node (conf/experiment/tune.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+    n_trials: int = Field(default=12, ge=1)
+    batch: int = Field(default=2, ge=1)  # trials asked and launched together
+    top_k: int = Field(default=1, ge=1)  # trials certified on the holdout
+    sampler: str = "tpe"
+    n_startup_trials: int = Field(default=4, ge=0)
+    seed: int | None = None  # the sampler's; null: the experiment's seed
+    objectives: list[str] | None = None  # null: [metrics.optimize]
+    space: dict[str, str] = Field(default_factory=dict)
+    # the sweeper's grid params: conf/config.yaml's ``repeat`` entry, nothing else
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+def settings_of(raw: dict[str, Any] | None, params: dict[str, Any]) -> TuneSettings:
+    if raw is None:
+        raise ConfigError("the tuning sweeper needs a `tune` node: run it with experiment=tune "
+                          "(conf/experiment/tune.yaml)")
+    try:
+        return TuneSettings.model_validate({**raw, "params": params})
+    except ValidationError as exc:
+        raise pydantic_error_to_config_error(exc, data=raw, prefix="tune") from None
+
+
+def record_split(sweep_dir: Path, split: Split) -> None:
+    """split.json, written once; a resumed study must split the same way."""
+    path = sweep_dir / SPLIT_FILE
+    if path.is_file() and json.loads(path.read_text()) != split.as_json():
+        raise ConfigError(f"{path}: this study split its cases differently; resume with the same "
+                          "suite, suite.holdout and suite.split_seed")
+    path.write_text(json.dumps(split.as_json(), indent=1))
+
+
+class TuneLoop:
+    def __init__(self, cfg: ExperimentConfig, s: TuneSettings, sweep_dir: Path,
+                 arguments: Sequence[str], scorer: str, is_group: Callable[[str], bool],
+                 choices: dict[str, str]) -> None:
+        if cfg.repeats == "auto":
+            raise ConfigError("repeats=auto: a tuning study runs a fixed number of repeats in "
+                              "every trial; give repeats=N (the study's default is 3)")
+        self.cfg, self.s, self.sweep_dir, self.scorer = cfg, s, sweep_dir, scorer
+        self.repeats = int(cfg.repeats)
+        self.objectives = list(s.objectives or [cfg.metrics.optimize])
+        self.dirs = st.directions(self.objectives)
+        self.dims: list[Dimension] = parse_space(s.space, is_group, s.params)
+        self.args = self._fixed(arguments)
+        values = {**_flat(cfg.model_dump(mode="json")), **choices}
+        self.reference_params = default_params(self.dims, values)
+
+    def _fixed(self, arguments: Sequence[str]) -> list[str]:
+        keys = {d.key for d in self.dims}
+        out = []
+        for arg in arguments:
+            key, _, value = arg.partition("=")
+            key = key.lstrip("+~")
+            if key in keys:
+                raise ConfigError(f"{arg}: {key} is searched by the study (hydra.sweeper.space); "
+                                  "drop it from the command line or from the space")
+            if "," in value or value.startswith(("range(", "choice(", "interval(", "glob(")):
+                raise ConfigError(f"{arg}: a tuning study searches hydra.sweeper.space and "
+                                  "tunes one scorer; put dimensions in the space, not the command")
+            if key != "scorer":  # every job names its scorer itself
+                out.append(arg)
+        return out
+
+    def _job(self, extra: Sequence[str], part: str, repeat: int, scorer: str | None = None
+             ) -> list[str]:
+        return [f"scorer={scorer or self.scorer}", *extra, f"suite.split={part}",
+                f"repeat={repeat}", *self.args]
+
+    def run(self, launch: Launch) -> TuneRecord:
+        cfg = self.cfg
+        pool = load_suite_cached(cfg.suite.path).eval_cases[: cfg.suite.max_cases]
+        split = split_cases(pool, cfg.suite.holdout, cfg.suite.split_seed)
+        record_split(self.sweep_dir, split)
+        study = st.open_study(self.sweep_dir, self.dirs, self.s.sampler,
+                              cfg.seed if self.s.seed is None else self.s.seed,
+                              self.s.n_startup_trials, cfg.resume)
+        self._plan_manifest()
+        if not study.trials and self.reference_params is not None:
+            study.enqueue_trial(self.reference_params, user_attrs={"reference": True})
+        self._search(study, launch)
+        record = self._record(study, split)
+        self._certify(study, record, launch)
+        record.write(self.sweep_dir)
+        return record
+
+    def _plan_manifest(self) -> None:
+        info = read_manifest(self.sweep_dir)
+        if info is None:
+            return
+        keys = {d.key for d in self.dims} | {"scorer", "suite.split"}
+        info.swept_keys = sorted(set(info.swept_keys) | keys)
+        info.jobs_total = self.repeats * (self.s.n_trials + self.s.top_k + 2)
+        write_manifest(self.sweep_dir, info)
+
+    def _search(self, study, launch: Launch) -> None:
+        optuna = st.require_optuna()
+        complete = optuna.trial.TrialState.COMPLETE
+        left = self.s.n_trials - len(study.get_trials(deepcopy=False, states=(complete,)))
+        while left > 0:
+            trials = [study.ask(_distributions(self.dims)) for _ in range(min(self.s.batch, left))]
+            left -= len(trials)
+            overrides = [trial_overrides(self.dims, t.params) for t in trials]
+            jobs = [self._job(o, "train", r) for o in overrides for r in range(self.repeats)]
+            numbers = [t.number for t in trials]
+            if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+                folders = launch(jobs, numbers[0] * self.repeats)  # the batch's trials together
+            else:
+                folders = [f for i, t in enumerate(trials) for f in launch(
+                    jobs[i * self.repeats:(i + 1) * self.repeats], t.number * self.repeats)]
+            for i, trial in enumerate(trials):
+                mine = folders[i * self.repeats:(i + 1) * self.repeats]
+                values = st.trial_values(mine, self.objectives)
+                trial.set_user_attr("jobs", [f.name for f in mine])
+                if values is None:
+                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                    log.warning(f"Trial {trial.number} failed (a job failed): {overrides[i]}")
+                    continue
+                study.tell(trial, values)
+                log.info(f"Trial {trial.number}: {_fmt(self.objectives, values)} {overrides[i]}")
+
+    def _record(self, study, split: Split) -> TuneRecord:
+        optuna = st.require_optuna()
+        done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        failed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,))
+        ref = next((t for t in done if t.user_attrs.get("reference")), None)
+        best = st.ranked(study, self.s.top_k, [ref.number] if ref else []) if done else []
+        return TuneRecord(
+            study=st.STUDY_NAME, scorer=self.scorer, objectives=self.objectives,
+            directions=self.dirs, space=dict(self.s.space), n_trials=len(done),
+            n_failed=len(failed), repeats=self.repeats, train_cases=len(split.train),
+            holdout_cases=len(split.holdout), split_seed=split.seed, sampler=self.s.sampler,
+            reference=_score(ref, self.objectives, True) if ref else None,
+            best=[_score(t, self.objectives, False) for t in best])
+
+    def _certify(self, study, record: TuneRecord, launch: Launch) -> None:
+        if not record.best:
+            log.warning("No trial completed: nothing to certify")
+            return
+        control = self.cfg.analysis.controls.get("scorer", "heuristic")
+        # the control, the untuned scorer (reference), then the candidates, best first
+        arms: list[tuple[list[str], str | None]] = [([], control), ([], None)]
+        arms += [(trial_overrides(self.dims, best.params), None) for best in record.best]
+        jobs = [self._job(extra, "holdout", r, scorer) for extra, scorer in arms
+                for r in range(self.repeats)]
+        folders = launch(jobs, CERT_BASE)
+        info = read_manifest(self.sweep_dir)
+        data = cert.load_jobs(info.sweep_id if info else self.sweep_dir.name,
+                              info.command if info else "", folders,
+                              list(info.swept_keys) if info else [])
+        names = [data_variant(data, folders[i * self.repeats:(i + 1) * self.repeats])
+                 for i in range(len(arms))]
+        for best, name in zip(record.best, names[2:], strict=True):
+            best.variant = name or ""
+        ref_train = record.reference.train if record.reference else {}
+        gains = {b.variant: {m: b.train[m] - ref_train[m] for m in ref_train}
+                 for b in record.best}
+        candidates = {b.variant: b.number for b in record.best if b.variant}
+        if not candidates or not names[0]:
+            log.warning("Certification jobs failed: no verdict")
+            return
+        certification, result = cert.certify(data, candidates, names[0], names[1] or "",
+                                             self.cfg.analysis, self.objectives, gains)
+        record.certification = certification
+        from silas_exp.tune.report import certification_files
+
+        certification_files(self.sweep_dir, record, result, data)
+
+
+def data_variant(data, folders: Sequence[Path]) -> str | None:
+    """The variant name the jobs of ``folders`` were recorded under."""
+    from silas_exp.records import RESULT_FILE, read_job_result
+
+    for folder in folders:
+        if (folder / RESULT_FILE).is_file():
+            return read_job_result(folder / RESULT_FILE).variant
+    return None
+
+
+def _distributions(dims: list[Dimension]) -> dict[str, Any]:
+    return {d.key: d.distribution for d in dims}
+
+
+def _score(trial, objectives: list[str], reference: bool) -> TrialScore:
+    return TrialScore(number=trial.number, params=dict(trial.params),
+                      train=dict(zip(objectives, trial.values, strict=True)), reference=reference)
+
+
+def _fmt(objectives: list[str], values: list[float]) -> str:
+    return ", ".join(f"{k}={v:.4f}" for k, v in zip(objectives, values, strict=True))
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(data, dict):
+        return {prefix: data}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
