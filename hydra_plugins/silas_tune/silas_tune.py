@@ -54,6 +54,17 @@ class SilasTuneSweeper(Sweeper):
         return folders
 
     def sweep(self, arguments: List[str]) -> Any:  # noqa: UP006
+        from silas_exp.errors import ConfigError, SuiteError
+        from silas_exp.exits import Reported
+        from silas_exp.run.console import report
+
+        try:
+            return self._study(arguments)
+        except (ConfigError, SuiteError) as exc:  # one paragraph and exit 2, as for a job
+            report(exc, "bad input")
+            raise Reported(exc) from None
+
+    def _study(self, arguments: List[str]) -> Any:  # noqa: UP006
         from silas_exp.config import validate
         from silas_exp.tune.driver import TuneLoop, settings_of
 

@@ -1,4 +1,4 @@
-"""The loop of a tuning sweep (``hydra/sweeper=silas_tune``), handed a way to
+"""The loop of a tuning sweep (experiment=tune: hydra_plugins/silas_tune), handed a way to
 launch a batch of jobs: split the suite once, ask Optuna for trials, run each
 trial's repeats on the training cases, tell Optuna their mean, then certify
 the best on the held-out cases and record everything (``tune.json``).
@@ -76,6 +76,7 @@ class TuneLoop:
         if cfg.repeats == "auto":
             raise ConfigError("repeats=auto: a tuning study runs a fixed number of repeats in "
                               "every trial; give repeats=N (the study's default is 3)")
+        st.require_optuna()  # before anything is written
         self.cfg, self.s, self.sweep_dir, self.scorer = cfg, s, sweep_dir, scorer
         self.repeats = int(cfg.repeats)
         self.objectives = list(s.objectives or [cfg.metrics.optimize])
@@ -92,10 +93,10 @@ class TuneLoop:
             key, _, value = arg.partition("=")
             key = key.lstrip("+~")
             if key in keys:
-                raise ConfigError(f"{arg}: {key} is searched by the study (hydra.sweeper.space); "
+                raise ConfigError(f"{arg}: {key} is searched by the study (tune.space); "
                                   "drop it from the command line or from the space")
             if "," in value or value.startswith(("range(", "choice(", "interval(", "glob(")):
-                raise ConfigError(f"{arg}: a tuning study searches hydra.sweeper.space and "
+                raise ConfigError(f"{arg}: a tuning study searches tune.space and "
                                   "tunes one scorer; put dimensions in the space, not the command")
             if key != "scorer":  # every job names its scorer itself
                 out.append(arg)
@@ -179,6 +180,8 @@ class TuneLoop:
         control = self.cfg.analysis.controls.get("scorer", "heuristic")
         # the control, the untuned scorer (reference), then the candidates, best first
         arms: list[tuple[list[str], str | None]] = [([], control), ([], None)]
+        if self.scorer == control:  # tuning the control itself: it is its own reference
+            arms = arms[:1]
         arms += [(trial_overrides(self.dims, best.params), None) for best in record.best]
         jobs = [self._job(extra, "holdout", r, scorer) for extra, scorer in arms
                 for r in range(self.repeats)]
@@ -187,8 +190,10 @@ class TuneLoop:
         data = cert.load_jobs(info.sweep_id if info else self.sweep_dir.name,
                               info.command if info else "", folders,
                               list(info.swept_keys) if info else [])
-        names = [data_variant(data, folders[i * self.repeats:(i + 1) * self.repeats])
+        names = [data_variant(folders[i * self.repeats:(i + 1) * self.repeats])
                  for i in range(len(arms))]
+        if len(names) == len(record.best) + 1:
+            names.insert(1, names[0])
         for best, name in zip(record.best, names[2:], strict=True):
             best.variant = name or ""
         ref_train = record.reference.train if record.reference else {}
@@ -206,7 +211,7 @@ class TuneLoop:
         certification_files(self.sweep_dir, record, result, data)
 
 
-def data_variant(data, folders: Sequence[Path]) -> str | None:
+def data_variant(folders: Sequence[Path]) -> str | None:
     """The variant name the jobs of ``folders`` were recorded under."""
     from silas_exp.records import RESULT_FILE, read_job_result
 
