@@ -43,6 +43,9 @@ class TuneSettings(BaseModel):
     top_k: int = Field(default=1, ge=1)  # trials certified on the holdout
     sampler: str = "tpe"
     n_startup_trials: int = Field(default=4, ge=0)
+    # single objective: a trial whose first repeat is in the worst quarter of the
+    # trials so far (after n_startup_trials) skips its other repeats
+    prune: bool = True
     seed: int | None = None  # the sampler's; null: the experiment's seed
     objectives: list[str] | None = None  # null: [metrics.optimize]
     space: dict[str, str] = Field(default_factory=dict)
@@ -130,45 +133,75 @@ class TuneLoop:
             return
         keys = {d.key for d in self.dims} | {"scorer", "suite.split"}
         info.swept_keys = sorted(set(info.swept_keys) | keys)
-        info.jobs_total = self.repeats * (self.s.n_trials + self.s.top_k + 2)
+        info.jobs_total = self.repeats * (self.s.n_trials + self.s.top_k + 2)  # none pruned
         write_manifest(self.sweep_dir, info)
 
     def _search(self, study, launch: Launch) -> None:
         optuna = st.require_optuna()
-        complete = optuna.trial.TrialState.COMPLETE
-        left = self.s.n_trials - len(study.get_trials(deepcopy=False, states=(complete,)))
+        searched = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+        left = self.s.n_trials - len(study.get_trials(deepcopy=False, states=searched))
         while left > 0:
             trials = [study.ask(_distributions(self.dims)) for _ in range(min(self.s.batch, left))]
             left -= len(trials)
-            overrides = [trial_overrides(self.dims, t.params) for t in trials]
-            jobs = [self._job(o, "train", r) for o in overrides for r in range(self.repeats)]
-            numbers = [t.number for t in trials]
-            if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
-                folders = launch(jobs, numbers[0] * self.repeats)  # the batch's trials together
-            else:
-                folders = [f for i, t in enumerate(trials) for f in launch(
-                    jobs[i * self.repeats:(i + 1) * self.repeats], t.number * self.repeats)]
-            for i, trial in enumerate(trials):
-                mine = folders[i * self.repeats:(i + 1) * self.repeats]
-                values = st.trial_values(mine, self.objectives)
-                trial.set_user_attr("jobs", [f.name for f in mine])
-                if values is None:
-                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                    log.warning(f"Trial {trial.number} failed (a job failed): {overrides[i]}")
-                    continue
-                study.tell(trial, values)
-                log.info(f"Trial {trial.number}: {_fmt(self.objectives, values)} {overrides[i]}")
+            self._batch(study, trials, launch)
+
+    def _batch(self, study, trials: list, launch: Launch) -> None:
+        """Run a batch of trials: with pruning, the first repeat of each, then
+        the other repeats of those not pruned. The batch's jobs take the folder
+        numbers of its trials (``trial × repeats`` onwards), in launch order."""
+        optuna = st.require_optuna()
+        R, numbers = self.repeats, [t.number for t in trials]
+        overrides = [trial_overrides(self.dims, t.params) for t in trials]
+        if numbers != list(range(numbers[0], numbers[0] + len(numbers))):  # not one block
+            for trial, o in zip(trials, overrides, strict=True):
+                jobs = [self._job(o, "train", r) for r in range(R)]
+                self._tell(study, trial, o, launch(jobs, trial.number * R))
+            return
+        start, prune = numbers[0] * R, st.prunes(study) and R > 1 and self.s.prune
+        first = launch([self._job(o, "train", 0) for o in overrides], start) if prune else []
+        alive = []
+        for i, trial in enumerate(trials):
+            if prune:
+                value = st.trial_values(first[i:i + 1], self.objectives)
+                if value is not None:
+                    trial.report(value[0], step=0)
+                    if trial.should_prune():
+                        trial.set_user_attr("jobs", [first[i].name])
+                        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                        log.info(f"Trial {trial.number} pruned after its first repeat "
+                                 f"({_fmt(self.objectives, value)}): {overrides[i]}")
+                        continue
+            alive.append(i)
+        todo = range(1, R) if prune else range(R)
+        rest = launch([self._job(overrides[i], "train", r) for i in alive for r in todo],
+                      start + len(first)) if alive else []
+        n = len(todo)
+        for k, i in enumerate(alive):
+            folders = ([first[i]] if prune else []) + rest[k * n:(k + 1) * n]
+            self._tell(study, trials[i], overrides[i], folders)
+
+    def _tell(self, study, trial, overrides: list[str], folders: list[Path]) -> None:
+        optuna = st.require_optuna()
+        values = st.trial_values(folders, self.objectives)
+        trial.set_user_attr("jobs", [f.name for f in folders])
+        if values is None:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            log.warning(f"Trial {trial.number} failed (a job failed): {overrides}")
+            return
+        study.tell(trial, values)
+        log.info(f"Trial {trial.number}: {_fmt(self.objectives, values)} {overrides}")
 
     def _record(self, study, split: Split) -> TuneRecord:
         optuna = st.require_optuna()
         done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
         failed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,))
+        pruned = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.PRUNED,))
         ref = next((t for t in done if t.user_attrs.get("reference")), None)
         best = st.ranked(study, self.s.top_k, [ref.number] if ref else []) if done else []
         return TuneRecord(
             study=st.STUDY_NAME, scorer=self.scorer, objectives=self.objectives,
             directions=self.dirs, space=dict(self.s.space), n_trials=len(done),
-            n_failed=len(failed), repeats=self.repeats, train_cases=len(split.train),
+            n_failed=len(failed), n_pruned=len(pruned), repeats=self.repeats, train_cases=len(split.train),
             holdout_cases=len(split.holdout), split_seed=split.seed, sampler=self.s.sampler,
             reference=_score(ref, self.objectives, True) if ref else None,
             best=[_score(t, self.objectives, False) for t in best])

@@ -58,8 +58,9 @@ class TuneRecord(_Record):
     objectives: list[str]
     directions: list[str]
     space: dict[str, str]
-    n_trials: int  # completed trials (configurations searched)
+    n_trials: int  # completed trials
     n_failed: int = 0
+    n_pruned: int = 0  # stopped after their first repeat (also searched)
     repeats: int
     train_cases: int
     holdout_cases: int

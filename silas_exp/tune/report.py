@@ -41,7 +41,8 @@ def certification_files(sweep_dir: Path, record: TuneRecord, result: AblationRes
         best = next(b for b in record.best if b.number == candidate.trial)
         name = f"{record.scorer}_tuned" + (f"_{i + 1}" if i else "")
         header = (f"Tuned by the study in {sweep_dir} (trial {best.number} of "
-                  f"{record.n_trials} searched on {record.train_cases} training cases), "
+                  f"{record.n_trials + record.n_pruned} searched on {record.train_cases} "
+                  "training cases), "
                   f"certified ship against {certification.control} on "
                   f"{certification.holdout_cases} held-out cases.\n"
                   f"Adopt it: cp {sweep_dir / cert.PROPOSED_DIR / 'scorer' / (name + '.yaml')} "
@@ -94,8 +95,9 @@ def _num(x: float) -> str:
 
 def summary_lines(record: TuneRecord) -> list[str]:
     first = record.objectives[0]
-    lines = [f"Searched **{record.n_trials}** configuration(s) of scorer `{record.scorer}` "
-             f"({record.n_failed} failed) on {record.train_cases} training cases × "
+    lines = [f"Searched **{record.n_trials + record.n_pruned}** configuration(s) of scorer "
+             f"`{record.scorer}` ({record.n_pruned} pruned after one repeat, {record.n_failed} "
+             f"failed) on {record.train_cases} training cases × "
              f"{record.repeats} repeats; certified the best {len(record.best)} on "
              f"{record.holdout_cases} held-out cases (split seed {record.split_seed}).", ""]
     ref = record.reference
@@ -135,7 +137,8 @@ def tune_report(sweep_dir: Path) -> ParentReport | None:
     (sweep_dir / TUNE_MD).write_text("\n".join(md) + "\n")
     print("\nTuning study:\n  " + "\n  ".join(line for line in lines if line))
     print(f"  report: {sweep_dir / TUNE_MD}")
-    metrics = {"tune.n_trials": float(record.n_trials), "tune.n_failed": float(record.n_failed)}
+    metrics = {"tune.n_trials": float(record.n_trials), "tune.n_failed": float(record.n_failed),
+               "tune.n_pruned": float(record.n_pruned)}
     tags = {"silas.tune.scorer": record.scorer}
     for best in record.best[:1]:
         for key, value in best.train.items():

@@ -89,13 +89,22 @@ def open_study(sweep_dir: Path, dirs: list[str], sampler: str, seed: int, n_star
         if have != dirs:
             raise ConfigError(f"resume=true: the study in {sweep_dir} optimises {have}, this "
                               f"config {dirs}; resume with the same tune.objectives")
+    # one objective: a trial in the worst quarter after its first repeat is hopeless
+    # (Optuna prunes single-objective studies only)
+    pruner = optuna.pruners.PercentilePruner(25.0, n_startup_trials=n_startup) \
+        if len(dirs) == 1 else optuna.pruners.NopPruner()
     study = optuna.create_study(study_name=STUDY_NAME, storage=storage, directions=dirs,
                                 sampler=_sampler(optuna, sampler, seed, n_startup, done),
-                                load_if_exists=True)
+                                pruner=pruner, load_if_exists=True)
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         study.enqueue_trial(t.params, user_attrs=dict(t.user_attrs))
         study.tell(t.number, state=optuna.trial.TrialState.FAIL)
     return study
+
+
+def prunes(study) -> bool:
+    optuna = require_optuna()
+    return not isinstance(study.pruner, optuna.pruners.NopPruner)
 
 
 def trial_values(folders: Sequence[Path], objectives: Sequence[str]) -> list[float] | None:

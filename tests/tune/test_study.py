@@ -119,3 +119,48 @@ def test_resume_continues_the_study(tmp_path):
     assert [(t.number, t.params, t.value) for t in complete[:2]] == first  # kept, not re-run
     assert complete[2].params == interrupted.params  # the interrupted trial ran again
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # their jobs were not re-run
+
+
+def test_a_hopeless_trial_is_pruned_after_its_first_repeat(tmp_path, compose):
+    """Real Optuna, a launch that records which jobs ran and gives each trial
+    a relevance by its chronicle prior: the worst trials stop after repeat 0,
+    the others run every repeat, and no two jobs share a folder."""
+    from omegaconf import OmegaConf
+
+    from silas_exp.config import validate
+    from silas_exp.records import job_result, write_job_result
+    from silas_exp.tune.driver import TuneLoop, settings_of
+    from silas_exp.tune.study import open_study
+
+    dcfg = compose("experiment=tune", "suite=smoke", "repeats=3")
+    cfg = validate(OmegaConf.to_container(dcfg, resolve=True))
+    raw = {**cfg.tune, "space": {"scorer.base.zone.chronicle": "interval(0.0,1.0)"},
+           "n_startup_trials": 2, "batch": 3, "n_trials": 9}
+    loop = TuneLoop(cfg, settings_of(raw, {"repeat": "range(0,3)"}), tmp_path, [], "weights",
+                    lambda key: False, {})
+    launched: list[tuple[int, list[str]]] = []
+
+    def launch(batch, first):
+        folders = []
+        for i, job in enumerate(batch):
+            launched.append((first + i, job))
+            value = float(next(o for o in job if "chronicle" in o).rpartition("=")[2])
+            folder = tmp_path / str(first + i)
+            folder.mkdir()
+            repeat = int(next(o for o in job if o.startswith("repeat=")).partition("=")[2])
+            write_job_result(folder, job_result("v", repeat, None,
+                                                {"context.retrieval_relevance": value}, "1", None))
+            folders.append(folder)
+        return folders
+
+    s = open_study(tmp_path, loop.dirs, "random", 0, 2, resume=False)
+    loop._search(s, launch)
+    pruned = [t for t in s.trials if t.state == optuna.trial.TrialState.PRUNED]
+    complete = [t for t in s.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert pruned and len(pruned) + len(complete) == 9
+    assert all(len(t.user_attrs["jobs"]) == 1 for t in pruned)
+    assert all(len(t.user_attrs["jobs"]) == 3 for t in complete)
+    worst_kept = min(t.params["scorer.base.zone.chronicle"] for t in complete[2:])
+    assert min(t.params["scorer.base.zone.chronicle"] for t in pruned) < worst_kept
+    numbers = [n for n, _ in launched]
+    assert len(numbers) == len(set(numbers)) == 3 * len(complete) + len(pruned)
