@@ -90,15 +90,17 @@ class TuneLoop:
         self.reference_params = default_params(self.dims, values)
 
     def _fixed(self, arguments: Sequence[str]) -> list[str]:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
         keys = {d.key for d in self.dims}
+        parser = OverridesParser.create()
         out = []
         for arg in arguments:
-            key, _, value = arg.partition("=")
-            key = key.lstrip("+~")
+            key = arg.partition("=")[0].lstrip("+~")
             if key in keys:
                 raise ConfigError(f"{arg}: {key} is searched by the study (tune.space); "
                                   "drop it from the command line or from the space")
-            if "," in value or value.startswith(("range(", "choice(", "interval(", "glob(")):
+            if parser.parse_override(arg).is_sweep_override():
                 raise ConfigError(f"{arg}: a tuning study searches tune.space and "
                                   "tunes one scorer; put dimensions in the space, not the command")
             if key != "scorer":  # every job names its scorer itself
@@ -131,8 +133,8 @@ class TuneLoop:
         info = read_manifest(self.sweep_dir)
         if info is None:
             return
-        keys = {d.key for d in self.dims} | {"scorer", "suite.split"}
-        info.swept_keys = sorted(set(info.swept_keys) | keys)
+        # what varies between the study's jobs (a list on the command line does not)
+        info.swept_keys = sorted({d.key for d in self.dims} | {"scorer", "suite.split", "repeat"})
         info.jobs_total = self.repeats * (self.s.n_trials + self.s.top_k + 2)  # none pruned
         write_manifest(self.sweep_dir, info)
 

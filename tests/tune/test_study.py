@@ -164,3 +164,13 @@ def test_a_hopeless_trial_is_pruned_after_its_first_repeat(tmp_path, compose):
     assert min(t.params["scorer.base.zone.chronicle"] for t in pruned) < worst_kept
     numbers = [n for n, _ in launched]
     assert len(numbers) == len(set(numbers)) == 3 * len(complete) + len(pruned)
+
+
+def test_a_multi_objective_study_takes_each_direction_from_the_registry(tmp_path):
+    study(tmp_path, "tune.n_trials=3",
+          "tune.objectives=[context.retrieval_relevance,context.tokens_per_served_need]")
+    s = load(tmp_path)
+    assert [d.name for d in s.directions] == ["MAXIMIZE", "MINIMIZE"]
+    assert (tmp_path / "study" / "tune" / "pareto_front.png").is_file()
+    control = read_job_result(tmp_path / "study" / "1000000")
+    assert control.variant == "scorer=heuristic,suite.split=holdout"  # a list is not swept
