@@ -116,10 +116,10 @@ class TuneLoop:
         cfg = self.cfg
         pool = load_suite_cached(cfg.suite.path).eval_cases[: cfg.suite.max_cases]
         split = split_cases(pool, cfg.suite.holdout, cfg.suite.split_seed)
-        record_split(self.sweep_dir, split)
         study = st.open_study(self.sweep_dir, self.dirs, self.s.sampler,
                               cfg.seed if self.s.seed is None else self.s.seed,
                               self.s.n_startup_trials, cfg.resume)
+        record_split(self.sweep_dir, split)
         self._plan_manifest()
         if not study.trials and self.reference_params is not None:
             study.enqueue_trial(self.reference_params, user_attrs={"reference": True})

@@ -88,6 +88,9 @@ def test_a_study_runs_every_repeat_in_every_trial_and_certifies(tmp_path):
         assert t.value == pytest.approx(mean)
     record = json.loads((tmp_path / "study" / "tune.json").read_text())
     assert record["n_trials"] == 3 and record["certification"]["k"] == 1
+    # one held-out case cannot decide: nothing ships, nothing is proposed
+    assert record["certification"]["candidates"][0]["outcome"] == "inconclusive"
+    assert not (tmp_path / "study" / "proposed").exists()
     split = json.loads((tmp_path / "study" / "split.json").read_text())
     assert len(split["train"]) == len(split["holdout"]) == 1
     assert "Tuning study:" in proc.stdout and "holdout verdict" in proc.stdout
