@@ -48,7 +48,8 @@ class TuneSettings(BaseModel):
     prune: bool = True
     seed: int | None = None  # the sampler's; null: the experiment's seed
     objectives: list[str] | None = None  # null: [metrics.optimize]
-    space: dict[str, str] = Field(default_factory=dict)
+    # scorer -> its search space (Hydra sweep syntax): the study searches its scorer's
+    space: dict[str, dict[str, str]] = Field(default_factory=dict)
     # the sweeper's grid params: conf/config.yaml's ``repeat`` entry, nothing else
     params: dict[str, Any] = Field(default_factory=dict)
 
@@ -84,12 +85,16 @@ class TuneLoop:
         self.repeats = int(cfg.repeats)
         self.objectives = list(s.objectives or [cfg.metrics.optimize])
         self.dirs = st.directions(self.objectives)
-        self.dims: list[Dimension] = parse_space(s.space, is_group, s.params)
-        self.args = self._fixed(arguments)
+        if scorer not in s.space:
+            raise ConfigError(f"scorer={scorer} has no search space: declare tune.space.{scorer} "
+                              f"(spaces given: {sorted(s.space)}); docs/tuning.md")
+        self.space = dict(s.space[scorer])
+        self.dims: list[Dimension] = parse_space(self.space, is_group, s.params, scorer)
+        self.args = self._fixed(arguments, scorer)
         values = {**_flat(cfg.model_dump(mode="json")), **choices}
         self.reference_params = default_params(self.dims, values)
 
-    def _fixed(self, arguments: Sequence[str]) -> list[str]:
+    def _fixed(self, arguments: Sequence[str], scorer: str) -> list[str]:
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
         keys = {d.key for d in self.dims}
@@ -98,7 +103,7 @@ class TuneLoop:
         for arg in arguments:
             key = arg.partition("=")[0].lstrip("+~")
             if key in keys:
-                raise ConfigError(f"{arg}: {key} is searched by the study (tune.space); "
+                raise ConfigError(f"{arg}: {key} is searched by the study (tune.space.{scorer}); "
                                   "drop it from the command line or from the space")
             if parser.parse_override(arg).is_sweep_override():
                 raise ConfigError(f"{arg}: a tuning study searches tune.space and "
@@ -202,7 +207,7 @@ class TuneLoop:
         best = st.ranked(study, self.s.top_k, [ref.number] if ref else []) if done else []
         return TuneRecord(
             study=st.STUDY_NAME, scorer=self.scorer, objectives=self.objectives,
-            directions=self.dirs, space=dict(self.s.space), n_trials=len(done),
+            directions=self.dirs, space=self.space, n_trials=len(done),
             n_failed=len(failed), n_pruned=len(pruned), repeats=self.repeats, train_cases=len(split.train),
             holdout_cases=len(split.holdout), split_seed=split.seed, sampler=self.s.sampler,
             reference=_score(ref, self.objectives, True) if ref else None,

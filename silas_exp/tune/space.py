@@ -42,15 +42,15 @@ class Dimension:
         return f"{self.key}={text}" if self.group else f"++{self.key}={text}"
 
 
-def _distribution(key: str, value: str) -> Any:
+def _distribution(where_key: str, value: str) -> Any:
     import optuna.distributions as d
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
     from hydra.errors import OverrideParseException
 
-    where = f"tune.space.{key}={value!r}"
+    where = f"tune.space.{where_key}={value!r}"
     try:
-        swept = OverridesParser.create().parse_override(f"{key}={value}").value()
+        swept = OverridesParser.create().parse_override(f"x={value}").value()
     except OverrideParseException as exc:
         raise ConfigError(f"{where} is not Hydra sweep syntax ({exc}); {_FIX}") from None
     if isinstance(swept, IntervalSweep):
@@ -76,7 +76,8 @@ def _distribution(key: str, value: str) -> Any:
 
 
 def parse_space(space: Mapping[str, Any], is_group: Callable[[str], bool],
-                params: Mapping[str, Any] | None = None) -> list[Dimension]:
+                params: Mapping[str, Any] | None = None, scorer: str = "<scorer>"
+                ) -> list[Dimension]:
     """The dimensions of ``space``; ``params`` (the sweeper's grid params)
     may hold only the inherited ``repeat`` entry."""
     extra = sorted(k for k in (params or {}) if k != "repeat")
@@ -85,15 +86,16 @@ def parse_space(space: Mapping[str, Any], is_group: Callable[[str], bool],
                           "tune.space and runs every repeat inside a trial; move them to "
                           "tune.space")
     if not space:
-        raise ConfigError(f"tune.space is empty: declare what the study searches; {_FIX}")
+        raise ConfigError(f"tune.space.{scorer} is empty: declare what the study searches; "
+                          f"{_FIX}")
     dims = []
     for key, value in space.items():
         name = key.lstrip("+~")
         if name.split(".")[0] in NEVER_SEARCHED:
-            raise ConfigError(f"tune.space.{name}: {name.split('.')[0]!r} is never a "
+            raise ConfigError(f"tune.space.{scorer}.{name}: {name.split('.')[0]!r} is never a "
                               f"search dimension (repeats and seeds run inside every trial); "
                               f"{_FIX}")
-        dims.append(Dimension(name, _distribution(name, str(value)), is_group(name)))
+        dims.append(Dimension(name, _distribution(f"{scorer}.{name}", str(value)), is_group(name)))
     return dims
 
 

@@ -33,7 +33,8 @@ def test_missing_optuna_says_how_to_install_it(tmp_path):
 
 @pytest.mark.optuna
 @pytest.mark.parametrize("override,message", [
-    ('+tune.space.repeat="range(0,3)"', "never a search dimension"),
+    ('+tune.space.weights.repeat="range(0,3)"', "never a search dimension"),
+    ("scorer=online", "has no search space"),
     ("tune.objectives=[tier2.proposals]", "no direction"),
     ("repeats=auto", "fixed number of repeats"),
 ])

@@ -137,7 +137,7 @@ def test_a_hopeless_trial_is_pruned_after_its_first_repeat(tmp_path, compose):
 
     dcfg = compose("experiment=tune", "suite=smoke", "repeats=3")
     cfg = validate(OmegaConf.to_container(dcfg, resolve=True))
-    raw = {**cfg.tune, "space": {"scorer.base.zone.chronicle": "interval(0.0,1.0)"},
+    raw = {**cfg.tune, "space": {"weights": {"scorer.base.zone.chronicle": "interval(0.0,1.0)"}},
            "n_startup_trials": 2, "batch": 3, "n_trials": 9}
     loop = TuneLoop(cfg, settings_of(raw, {"repeat": "range(0,3)"}), tmp_path, [], "weights",
                     lambda key: False, {})
