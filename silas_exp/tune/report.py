@@ -137,8 +137,9 @@ def tune_report(sweep_dir: Path) -> ParentReport | None:
     (sweep_dir / TUNE_MD).write_text("\n".join(md) + "\n")
     print("\nTuning study:\n  " + "\n  ".join(line for line in lines if line))
     print(f"  report: {sweep_dir / TUNE_MD}")
-    metrics = {"tune.n_trials": float(record.n_trials), "tune.n_failed": float(record.n_failed),
-               "tune.n_pruned": float(record.n_pruned)}
+    metrics = {"tune.n_searched": float(record.n_trials + record.n_pruned),
+               "tune.n_complete": float(record.n_trials), "tune.n_pruned": float(record.n_pruned),
+               "tune.n_failed": float(record.n_failed)}
     tags = {"silas.tune.scorer": record.scorer}
     for best in record.best[:1]:
         for key, value in best.train.items():
