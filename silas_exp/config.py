@@ -39,6 +39,11 @@ class SuiteConfig(_Strict):
     name: str
     path: str
     max_cases: int | None = Field(default=None, ge=1)
+    # a tuning study's train / holdout split of the evaluation cases (silas_exp.tune.split):
+    # null runs every case; set per job by the tune sweeper (experiment=tune)
+    split: Literal["train", "holdout"] | None = None
+    holdout: float = Field(default=0.5, gt=0.0, lt=1.0)
+    split_seed: int = Field(default=0, ge=0)
 
 
 class KeepbackConfig(_Strict):
@@ -115,6 +120,8 @@ class ExperimentConfig(_Strict):
     analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
     paths: PathsConfig
     experiment: str | None = None
+    # a tuning study's settings (experiment=tune), validated by its sweeper: silas_exp.tune.driver
+    tune: dict[str, Any] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -165,10 +172,14 @@ class ExperimentConfig(_Strict):
         """Hash of everything that defines the variant (not repeat, seed of the job,
         tracking, paths or cache settings): equal hashes = same treatment."""
         data = self.model_dump(mode="json", exclude={"repeat", "tracking", "paths", "fail_fast", "resume",
-                                                       "analysis", "repeats_min", "repeats_max"})
+                                                       "analysis", "repeats_min", "repeats_max",
+                                                       "tune"})
         data["llm"] = {k: v for k, v in data["llm"].items() if k not in ("cache_dir", "cache_mode")}
         if not data["metrics"]["plugins"]:  # hashes of configs without plug-in metrics stay as they were
             del data["metrics"]["plugins"]
+        if data["suite"]["split"] is None:  # nor do those of jobs outside a tuning study
+            for key in ("split", "holdout", "split_seed"):
+                del data["suite"][key]
         blob = json.dumps(data, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -66,6 +66,7 @@ from silas_exp.scorers import (
 from silas_exp.scorers.base import SCORERS, CalibrationSpec, calibration_spec
 from silas_exp.scorers.grid import on_grid
 from silas_exp.scorers.heuristic import HeuristicSettings
+from silas_exp.tune.split import suite_cases
 
 MAX_EVICTED_LOGGED = 2000  # eviction order kept per case (for shadow diffs)
 
@@ -439,7 +440,7 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     loaded = loaded or load_suite(cfg.suite.path)
     started = datetime.now(UTC)
-    pool = loaded.eval_cases[: cfg.suite.max_cases]
+    pool = suite_cases(loaded.eval_cases, cfg.suite)  # a tuning study's split, if any
     cases = CaseList(loaded, [pool.ids[i] for i in
                               block_of(len(pool), cfg.block, cfg.cases_per_block, cfg.seed)])
     store = FeedbackStore(out_dir / "feedback.sqlite", fresh=True)

@@ -19,6 +19,7 @@ from silas_exp.config import ExperimentConfig
 from silas_exp.errors import SilasExpError
 from silas_exp.records import MANIFEST_FILE, SweepEnd, read_manifest, write_sweep_end
 from silas_exp.run.console import spend
+from silas_exp.tune.record import is_study
 
 if TYPE_CHECKING:  # the analysis imports scipy and matplotlib: only when a sweep has two variants
     from silas_exp.analysis.parent import ParentReport
@@ -99,6 +100,10 @@ def summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records: Sequence[J
     (sweep_dir / SUMMARY_FILE).write_text(table + "\n")
     if cfg is not None and cfg.llm.dry_run:
         print(dry_run_total(records, cfg.model.name))
+    if is_study(sweep_dir):  # a tuning study reports its search and certification instead
+        from silas_exp.tune.report import tune_report
+
+        return failed, tune_report(sweep_dir)
     return failed, write_ablation(sweep_dir, records, cfg)
 
 

@@ -25,7 +25,7 @@ LAYERS = [
     {"analysis", "variants"},
     {"config"},
     {"tracking", "data"},
-    {"run"},
+    {"run", "tune"},
     {"cli", "__main__"},
 ]
 

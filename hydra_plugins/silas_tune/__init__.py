@@ -1,0 +1,1 @@
+"""silas_exp's tuning sweeper plugin (``hydra/sweeper=silas_tune``)."""

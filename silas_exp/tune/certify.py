@@ -1,0 +1,113 @@
+"""Certification: the study's best trials (the top k) against the control on
+the held-out cases, with the project's verdict rule (``analysis.ablation``),
+at a confidence that pays for the k candidates (Bonferroni: each at
+1 − (1 − confidence)/k, so the chance that any of the k ships while worse
+than its margin stays within the rule's one-sided 2.5 %).
+
+Only a candidate that ships is written out, as a ready option of its config
+group in the sweep folder, with how to adopt it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from silas_exp.analysis.ablation import AblationResult, ablation
+from silas_exp.analysis.data import SweepData, job_from_result
+from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.records import RESULT_FILE, read_job_result
+from silas_exp.stats import Outcome
+from silas_exp.tune.record import Candidate, Certification
+
+PROPOSED_DIR = "proposed"
+
+
+def certified_confidence(confidence: float, k: int) -> float:
+    """Two-sided confidence of each of k certifications (Bonferroni)."""
+    return 1 - (1 - confidence) / max(k, 1)
+
+
+def load_jobs(sweep_id: str, command: str, folders: Sequence[Path], swept: list[str]
+              ) -> SweepData:
+    """The finished certification jobs (only these folders: the trials' jobs
+    ran on other cases)."""
+    jobs = []
+    for folder in folders:
+        if (folder / RESULT_FILE).is_file():
+            result = read_job_result(folder / RESULT_FILE)
+            if result.finished and result.run is not None:
+                jobs.append(job_from_result(result, folder=folder))
+    return SweepData(sweep_id, command, jobs, swept)
+
+
+def _mean_gain(data: SweepData, variant: str, other: str, metric: str) -> float:
+    _, m = data.matrix(variant, other, metric)
+    with np.errstate(all="ignore"):
+        return float(np.nanmean(m)) if m.size and not np.all(np.isnan(m)) else math.nan
+
+
+def certify(data: SweepData, candidates: Mapping[str, int], control: str, reference: str,
+            settings: AnalysisSettings, objectives: Sequence[str],
+            train_gain: Mapping[str, dict[str, float]]) -> tuple[Certification, AblationResult]:
+    """``candidates``: variant -> trial number, best first."""
+    k = len(candidates)
+    conf = certified_confidence(settings.confidence, k)
+    looked = settings.model_copy(update={"confidence": conf, "control": control,
+                                         "use_baseline": False})
+    result = ablation(data, looked)
+    holdout = len({c for j in data.jobs for c in j.cases})
+    cert = Certification(control=control, reference=reference, k=k, confidence=conf,
+                         holdout_cases=holdout, notes=list(result.notes))
+    variants = set(data.variants())
+    for variant, trial in candidates.items():
+        vv = result.verdicts.get(variant)
+        if vv is None:
+            cert.candidates.append(Candidate(trial=trial, variant=variant, outcome="failed",
+                                             reasons=["no finished certification job"]))
+            continue
+        deltas = {c.metric: c.delta for c in result.comparisons
+                  if c.variant == variant and c.metric in objectives}
+        gains = {m: _mean_gain(data, variant, reference, m) for m in objectives} \
+            if reference in variants else {}
+        cert.candidates.append(Candidate(
+            trial=trial, variant=variant, outcome=vv.outcome.value, reasons=list(vv.reasons),
+            train_gain=dict(train_gain.get(variant, {})), holdout_gain=gains,
+            holdout_delta=deltas))
+    return cert, result
+
+
+def ships(candidate: Candidate) -> bool:
+    return candidate.outcome == Outcome.SHIP.value
+
+
+def nested(params: Mapping[str, object], prefix: str) -> dict:
+    """``{"scorer.base.age_decay": 0.3}`` -> ``{"base": {"age_decay": 0.3}}`` for ``prefix="scorer"``."""
+    out: dict = {}
+    for key, value in params.items():
+        if not key.startswith(prefix + "."):
+            continue
+        node = out
+        *path, leaf = key[len(prefix) + 1:].split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
+def write_option(sweep_dir: Path, scorer: str, name: str, params: Mapping[str, object],
+                 header: str) -> tuple[Path, list[str]]:
+    """A ready option of the scorer group (``proposed/scorer/<name>.yaml``): the
+    tuned scorer's own option with the tuned values over it; returns its path
+    and the overrides of other keys (config groups) to use with it."""
+    path = sweep_dir / PROPOSED_DIR / "scorer" / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = OmegaConf.to_yaml(OmegaConf.create(nested(params, "scorer")))
+    others = [f"{k}={v}" for k, v in params.items() if not k.startswith("scorer.")]
+    comment = "\n".join(f"# {line}" if line else "#" for line in header.splitlines())
+    path.write_text(f"{comment}\ndefaults:\n  - {scorer}\n  - _self_\n{body}")
+    return path, others
