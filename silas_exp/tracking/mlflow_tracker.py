@@ -24,6 +24,7 @@ from silas_exp.records import (
     write_manifest,
 )
 from silas_exp.tracking import background
+from silas_exp.tracking.base import FinishedJob, JobRun
 from silas_exp.tracking.jobs import JobKey, JobTracker, experiment_name, job_payload, write_job_file
 from silas_exp.tracking.parent import (
     close_parent,
@@ -35,7 +36,6 @@ from silas_exp.tracking.parent import (
 )
 from silas_exp.tracking.payload import default_params, ui_link
 from silas_exp.tracking.preflight import preflight
-from silas_exp.tracking.tracker import FinishedJob, JobRun
 
 if TYPE_CHECKING:
     from silas_exp.config import ExperimentConfig
