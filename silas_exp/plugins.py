@@ -15,6 +15,12 @@ validated once, at start-up, with the same errors:
 - a ``_target_: package.module.KIND`` key in the config node (Hydra's
   convention), for a kind that is importable but not installed as a plug-in.
 
+A kind is declared once: its settings model is the only place its options and
+their defaults are written. For a registry with a config group (``scorer``,
+``eviction``), :meth:`Registry.config_node` turns the settings model into the
+group option's node, which ``silas_exp.config.store_kind_configs`` puts in
+Hydra's ConfigStore; no YAML file repeats it.
+
 Factories receive a :class:`Granted` view of the run's offers: a capability
 the kind did not declare is not there, and asking for it says what to declare.
 Ground truth (``oracle``) is granted only to built-in reference kinds.
@@ -29,6 +35,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
 from silas_exp.errors import ConfigError, pydantic_error_to_config_error
 
@@ -82,8 +89,10 @@ class Registry:
     runner can offer."""
 
     def __init__(self, what: str, key: str, group: str, builtins: str,
-                 capabilities: Iterable[str], example: str, field: str = "name") -> None:
+                 capabilities: Iterable[str], example: str, field: str = "name",
+                 config_group: str | None = None) -> None:
         self.what, self.key, self.group, self.example = what, key, group, example
+        self.config_group = config_group  # the Hydra group whose options are generated
         self.field = field  # the settings field that names the kind
         self.capabilities = frozenset(capabilities)
         self._builtins_module = builtins
@@ -200,6 +209,35 @@ class Registry:
             return kind.settings.model_validate(data)
         except Exception as exc:  # pydantic.ValidationError
             raise pydantic_error_to_config_error(exc, prefix=self.key) from None
+
+    def config_node(self, kind: Kind) -> dict[str, Any]:
+        """The config group option of ``kind``: its name and every setting's
+        default, read from the settings model (``???``: a setting without one)."""
+        node: dict[str, Any] = {}
+        for name, info in kind.settings.model_fields.items():
+            node[name] = ("???" if info.is_required()
+                          else to_jsonable_python(info.get_default(call_default_factory=True)))
+        node[self.field] = kind.name
+        return node
+
+    def installed(self) -> list[tuple[str, Kind | None, str, str | None]]:
+        """(name, kind or None, source, load error) of every built-in and every
+        installed entry point, each loaded: for ``silas-exp plugins`` and the
+        generated config options. A broken entry point gives (name, None, where, error)."""
+        self._load_builtins()
+        out: list[tuple[str, Kind | None, str, str | None]] = []
+        for name, kind in sorted(self._kinds.items()):
+            if kind.source == BUILT_IN:
+                out.append((name, kind, BUILT_IN, None))
+        for name, ep in sorted(self._entry_points().items()):
+            if name in self._kinds and self._kinds[name].source == BUILT_IN:
+                continue
+            where = f"{ep.value} ({ep.dist.name} {ep.dist.version})" if ep.dist else ep.value
+            try:
+                out.append((name, self.get(name), where, None))
+            except ConfigError as exc:
+                out.append((name, None, where, str(exc)))
+        return out
 
     def kind_of(self, settings: BaseModel) -> Kind:
         return self.get(getattr(settings, self.field))

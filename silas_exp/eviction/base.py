@@ -47,7 +47,7 @@ class StrategyDeps:
 STRATEGIES = Registry(
     "eviction strategy", key="eviction", group="silas_exp.strategies",
     builtins="silas_exp.eviction.builtin", capabilities=("scorer", "broker", "llm"),
-    example="eviction=two_tier")
+    example="eviction=two_tier", config_group="eviction")
 
 
 def register_strategy(name: str, settings: type[StrategySettings], *, needs: Iterable[str] = (),

@@ -5,7 +5,7 @@ relevance in [0, 1] per ctx_id (0 = irrelevant, evict first). Scorers that
 learn online implement ``observe``. Each kind registers its name, its
 settings model (validated once at start-up), its factory and the capabilities
 it needs in one registry (:mod:`silas_exp.plugins`), built-in or plug-in; the
-config group ``conf/scorer/<name>.yaml`` carries ``name`` plus those settings.
+config group option ``scorer=<name>`` is generated from the settings model.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ class CalibrationSpec:
 
 SCORERS = Registry(
     "scorer", key="scorer", group="silas_exp.scorers", builtins="silas_exp.scorers",
-    capabilities=("llm", "calibration", "prompt", "oracle"), example="scorer=weights")
+    capabilities=("llm", "calibration", "prompt", "oracle"), example="scorer=weights",
+    config_group="scorer")
 
 
 def register_scorer(name: str, settings: type[ScorerSettings], *, needs: Iterable[str] = (),

@@ -5,14 +5,12 @@ might compare two-tier eviction with."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from silas_exp.context.window import Window
 from silas_exp.eviction.base import StrategySettings, strategy_kind
 
 
-class LruSettings(StrategySettings):
-    name: Literal["lru"] = "lru"
+class LruSettings(StrategySettings):  # no options of its own
+    pass
 
 
 class LruEviction:
