@@ -69,3 +69,30 @@ def test_plugins_command_lists_kinds_and_exits_2_on_a_broken_one(tmp_path, site)
     assert "ok      scorer=heuristic  [built-in]" in out
     assert "BROKEN  shaky  [no_such_module:KIND (broken-plugin 0.3)]" in out
     assert "ModuleNotFoundError" in out and "do not load" in out
+
+
+def test_a_misspelt_plugin_setting_gets_did_you_mean(tmp_path, site):
+    done = silas(tmp_path, site, "scorer=keyword", "scorer.keyword_wieght=0.3", "tracking=none")
+    assert done.returncode == 2, done.stderr[-2000:]
+    err = done.stderr
+    assert "scorer.keyword_wieght=0.3: scorer=keyword has no setting 'keyword_wieght'" in err
+    assert "did you mean 'keyword_weight'?" in err
+    assert "+scorer" not in err and "append" not in err
+
+
+def test_a_typo_in_a_sweep_stops_it_before_the_first_job(tmp_path, site):
+    done = silas(tmp_path, site, "-m", "scorer=heuristic,keyword", "scorer.keyword_wieght=0.3",
+                 "repeats=1", "tracking=none")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "none of scorer=heuristic, scorer=keyword has a setting 'keyword_wieght'" in done.stderr
+    assert "did you mean 'keyword_weight'?" in done.stderr
+    assert not list((tmp_path / "multirun").glob("*/result.json"))
+
+
+def test_a_broken_plugin_stops_a_sweep_before_the_control_runs(tmp_path):
+    site = fake_install(tmp_path / "site", "broken-plugin", "0.3", "silas_exp.scorers",
+                        "broken = no_such_module:KIND")
+    done = silas(tmp_path, site, "-m", "scorer=heuristic,broken", "repeats=1", "tracking=none")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "broken = no_such_module:KIND" in done.stderr and "ModuleNotFoundError" in done.stderr
+    assert not list((tmp_path / "multirun").glob("*/result.json"))
