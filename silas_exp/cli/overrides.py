@@ -66,6 +66,26 @@ def unknown_key_message(key: str, value: str, group: str, options: list[str],
                                 if group in ("scorer", "eviction") else "."))
 
 
+def settings_follow_options(args: Sequence[str]) -> list[str]:
+    """In a sweep over a group's options (``-m scorer=heuristic,my_scorer``), a
+    single-valued setting of that group (``scorer.keyword_weight=0.3``) is given
+    as a one-value sweep (``choice(0.3)``): Hydra then applies it per job, and
+    the sweeper gives it only to the options that have it, instead of Hydra
+    applying it to the group's default option first and failing."""
+    if not ({"-m", "--multirun"} & set(args)):
+        return list(args)
+    swept = {o.key_or_group for o in _parse(args) if o.is_sweep_override()}
+    out = []
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        group, dot, _ = key.partition(".")
+        plain = value and not set(value) & set(",()[]{}'\" $")
+        if sep and dot and group in swept and plain and not key.startswith(("+", "~", "hydra")):
+            arg = f"{key}=choice({value})"
+        out.append(arg)
+    return out
+
+
 def check_overrides(args: Sequence[str], conf_dir: str) -> None:
     """Raise ConfigError for an unknown key under a config group, or a chosen
     scorer or strategy that does not load; otherwise leave everything to Hydra."""
