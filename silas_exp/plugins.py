@@ -29,15 +29,19 @@ Ground truth (``oracle``) is granted only to built-in reference kinds.
 from __future__ import annotations
 
 import importlib
+import inspect
+import sys
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from silas_exp.errors import ConfigError, pydantic_error_to_config_error
+from silas_exp.errors import ConfigError, PluginFailure, pydantic_error_to_config_error
 
 BUILT_IN = "built-in"
 GROUND_TRUTH = "oracle"
@@ -60,6 +64,45 @@ class Kind:
 
     def trait(self, key: str, default: Any = None) -> Any:
         return self.traits.get(key, default)
+
+    def home(self) -> str | None:
+        """The folder of the package that defines the kind (its code's frames are its own)."""
+        module = sys.modules.get(self.settings.__module__.split(".")[0])
+        path = getattr(module, "__file__", None)
+        return str(Path(path).parent) if path else None
+
+    def blame(self, what: str, problem: str, exc: BaseException | None = None,
+              code: Any = None) -> str:
+        """``what 'name' (source) problem at file:line`` — the line: the innermost
+        frame of ``exc`` in the kind's own package (else the innermost), or
+        where ``code`` (the function that broke a contract) is defined."""
+        where = ""
+        if exc is not None:
+            frames = traceback.extract_tb(exc.__traceback__)
+            home = self.home()
+            own = [f for f in frames if home and f.filename.startswith(home)]
+            frame = (own or frames or [None])[-1]
+            if frame is not None:
+                where = f" at {_short(frame.filename)}:{frame.lineno}"
+        elif code is not None:
+            try:
+                where = f" at {_short(inspect.getsourcefile(code) or '?')}:" \
+                        f"{inspect.getsourcelines(code)[1]}"
+            except (OSError, TypeError):
+                where = ""
+        return f"{what} {self.name!r} ({self.source}) {problem}{where}"
+
+
+def _short(filename: str) -> str:
+    """A frame's file as package/module.py (site-packages and repository roots left out)."""
+    parts = Path(filename).parts
+    return "/".join(parts[-2:]) if len(parts) > 1 else filename
+
+
+def raised(kind: Kind, what: str, exc: Exception, where: str) -> PluginFailure:
+    """The PluginFailure for ``exc`` raised by ``kind``'s code."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return PluginFailure(kind.blame(what, f"raised {type(exc).__name__}", exc), first, where)
 
 
 class Granted:

@@ -33,14 +33,16 @@ from silas_exp.llm import LLMClient, build_client
 from silas_exp.llm.accounting import Accounting
 from silas_exp.metrics.classification import roc_auc
 from silas_exp.metrics.context import case_metrics
-from silas_exp.metrics.plugins import case_metric_functions
+from silas_exp.metrics.plugins import METRICS, case_metric_functions
 from silas_exp.metrics.registry import undeclared
-from silas_exp.probes.judge import build_judge
+from silas_exp.probes.judge import JUDGES, build_judge
 from silas_exp.probes.pipeline import run_probe_case
 from silas_exp.probes.report import PROBE_TABLE, run_probe_metrics
 from silas_exp.records import CASES_FILE, CaseLog, case_results
 from silas_exp.run import disk_cache
 from silas_exp.run.calibration import _calibrate
+from silas_exp.run.failures import FailureLog
+from silas_exp.run.failures import write as write_failures
 from silas_exp.run.tally import CaseTally
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkResult, BenchmarkRun
 from silas_exp.scorers import (
@@ -76,6 +78,7 @@ class JobOutcome:
     feedback_db: Path | None = None
     calibration: Calibration | None = None
     notes: list[str] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)  # case errors per cause (run/failures.py)
 
     def results(self) -> Iterator[BenchmarkResult]:
         """The job's per-case results, read back one at a time."""
@@ -106,6 +109,10 @@ class _CaseRunner:
         self.errors: list[str] = []
         self.probe_rows: list[dict] = []
         self.plugin_metrics = case_metric_functions(cfg.metrics.plugins)
+        self.failures = FailureLog([
+            ("scorer", SCORERS.kind_of(cfg.scorer)), ("eviction strategy", STRATEGIES.kind_of(cfg.eviction)),
+            ("judge", JUDGES.kind_of(cfg.judge)),
+            *(("metric", METRICS.get(name)) for name in cfg.metrics.plugins)])
 
     def _strategy(self, sc, namespace: str, scorer_settings, calibration, oracle: NeedOracle,
                   stats: ReplayStats):
@@ -298,9 +305,11 @@ class _CaseRunner:
             raise  # bad input (exit 2) and a reached budget stop the job; nothing is half-scored
         except (SilasExpError, Exception) as exc:  # a failed case counts, never vanishes
             metrics, status = {}, "error"
-            error = f"{type(exc).__name__}: {exc}"
+            error, blamed = self.failures.add(case.case_id, exc)  # counted per cause, by name
             if self.cfg.fail_fast:
-                raise
+                if blamed is exc:
+                    raise
+                raise blamed from exc
             self.errors.append(traceback.format_exc())
         latency = (time.perf_counter() - t0) * 1000.0
         spent = self.llm.accounting.snapshot().delta(before)
@@ -391,5 +400,7 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
         completed_at=datetime.now(UTC), config_snapshot=cfg.model_dump(mode="json"),
         results=[], summary=summary, variant=job.variant, repeat=job.repeat, seed=job.seed,
     )  # the per-case results are in out_dir/results.jsonl (JobOutcome.results())
+    write_failures(out_dir, runner.failures.records())
     return JobOutcome(run, metrics, loaded.suite.version, out_dir / CASES_FILE, len(tally),
-                      out_dir / "feedback.sqlite", calibration, notes=runner.errors)
+                      out_dir / "feedback.sqlite", calibration, notes=runner.errors,
+                      failures=runner.failures.records())

@@ -151,6 +151,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
     from silas_exp.analysis.parent import parent_summary
     from silas_exp.analysis.plots import ablation_plots
     from silas_exp.analysis.report import OUTCOME_TEXT, ablation_markdown
+    from silas_exp.run.failures import sweep_markdown
 
     try:
         data = load_sweep_dir(sweep_dir, Path(cfg.suite.path) if cfg else None)
@@ -163,6 +164,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
             result.notes += adaptive_notes(adaptive)
         plots = ablation_plots(result, data, sweep_dir / ABLATION_DIR)
         md = ablation_markdown(result, [f"{ABLATION_DIR}/{p.name}" for p in plots])
+        md += sweep_markdown(sweep_dir)  # case errors by cause, the kind to blame named
         (sweep_dir / ABLATION_FILE).write_text(md)
         (sweep_dir / "ablation.html").write_text(ablation_html(result, plots))
         report = parent_summary(result, data.swept_keys, data.added_control)

@@ -65,7 +65,7 @@ class KeywordSettings(ScorerSettings):
     """No ``name`` Literal, no YAML: the option ``scorer=keyword`` is generated."""
 
     keyword_weight: float = Field(default=0.5, ge=0, le=1)
-    broken: Literal["no", "raise", "nan", "over"] = "no"  # how the scorer breaks its contract
+    broken: Literal["no", "raise", "nan_score", "over_one"] = "no"  # how the scorer breaks its contract
 
 
 class KeywordScorer:
@@ -84,8 +84,8 @@ class KeywordScorer:
                 raise ValueError(f"cannot score item {it.ctx_id}")
             out[it.ctx_id] = self.s.keyword_weight * (it.kind in ("plan", "user_message")) \
                 + (1 - self.s.keyword_weight) * (it.tokens % 7) / 7
-        if items and self.s.broken in ("nan", "over"):
-            out[items[-1].ctx_id] = math.nan if self.s.broken == "nan" else 1.5
+        if items and self.s.broken in ("nan_score", "over_one"):
+            out[items[-1].ctx_id] = math.nan if self.s.broken == "nan_score" else 1.5
         return out
 
     def observe(self, items, excluded, turn):
