@@ -24,6 +24,10 @@ class SuiteError(SilasExpError):
     """A suite, case or session file is missing, not JSON, or breaks the schema."""
 
 
+class SuiteWarning(UserWarning):
+    """A suite loads, but something in it is read differently than written."""
+
+
 class RunError(SilasExpError):
     """A job could not complete with the given (valid) config and data; exit 1."""
 
