@@ -18,6 +18,8 @@ and counted under its kind:
 * ``name`` -> ``<NAME>``, ``host`` -> ``<HOST>``, ``user`` -> ``<USER>``:
   person names, hostnames and usernames where their context shows them (git
   ``Author:`` and trailers, ``user.name``, shell prompts, ``ssh`` targets,
+  hosts of URLs, connection strings, ``.env``/config host, origin and mail
+  settings, quoted host literals (:mod:`silas_exp.data.transcripts.hosts`),
   ``hostname`` / ``whoami`` / ``id`` / ``who`` / ``ls -l`` / ``ps`` / ``lsof``
   output, ``USER=`` ...; the full list is in :mod:`silas_exp.data.transcripts.identities`).
 
@@ -243,7 +245,7 @@ class Scrubber:
         """First pass: remember the identities that ``texts`` show by context."""
         for text in texts:
             for f in identities.find(text):
-                for form in identities.learned_forms(f.kind, f.value):
+                for form in identities.learned_forms(f.kind, f.value, f.machine):
                     if identities.whole_word_ok(form):
                         self.learned.setdefault(form, f.kind)
 
@@ -252,7 +254,7 @@ class Scrubber:
         found = identities.find(text)
         learned = dict(self.learned)
         for f in found:  # what this text shows counts even if ``learn`` never saw it
-            for form in identities.learned_forms(f.kind, f.value):
+            for form in identities.learned_forms(f.kind, f.value, f.machine):
                 if identities.whole_word_ok(form):
                     learned.setdefault(form, f.kind)
         text = _replace_found(text, found, self.counts)
