@@ -40,13 +40,14 @@ def site(tmp_path) -> Path:
     return fake_install(tmp_path / "site", "keyword-plugin", "0.1", "silas_exp.scorers", KEYWORD)
 
 
-@pytest.mark.parametrize("group,option", [("scorer", "weights"), ("scorer", "heuristic"),
-                                          ("eviction", "two_tier"), ("eviction", "anchored")])
-def test_builtin_options_are_the_settings_models_defaults(compose, group, option):
-    registry = {"scorer": SCORERS, "eviction": STRATEGIES}[group]
-    kind = registry.get(option)
-    node = OmegaConf.to_container(compose(f"{group}={option}")[group], resolve=True)
-    assert node == kind.settings(name=option).model_dump(mode="json")
+def test_every_builtin_option_is_its_settings_models_defaults(compose):
+    """Each option of the scorer and eviction groups composes to exactly its
+    kind's settings model with its defaults: nothing else states them."""
+    for group, registry in (("scorer", SCORERS), ("eviction", STRATEGIES)):
+        for option in registry.names():
+            node = OmegaConf.to_container(compose(f"{group}={option}")[group], resolve=True)
+            kind = registry.get(option)
+            assert node == kind.settings(name=option).model_dump(mode="json"), (group, option)
 
 
 def test_a_plugin_option_is_generated_and_its_setting_overridable(tmp_path, site):
