@@ -234,7 +234,12 @@ class SilasSweeper(BasicSweeper):
         found = repository.load_config(f"{group}/{option}") if repository and option else None
         if found is None:
             return True  # unknown to this check: Hydra decides
-        return OmegaConf.select(found.config, key, default=_ABSENT) is not _ABSENT
+        node: Any = OmegaConf.to_container(found.config, resolve=False)  # no interpolation read
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        return True
 
     def _is_group(self, name: str) -> bool:
         repository: Any = getattr(self.hydra_context.config_loader, "repository", None)
@@ -300,9 +305,6 @@ class SilasSweeper(BasicSweeper):
                         log.info(f"Adaptive repeats: {v} stops after {r + 1} repeat(s): "
                                  f"{why['outcome']} — {why['why']}")
         return returns
-
-
-_ABSENT = object()
 
 
 def _set_planned_jobs(sweep_dir: Path, jobs: int) -> None:

@@ -20,8 +20,6 @@ from typing import Any
 
 from silas_exp.errors import ConfigError
 
-_MISSING = object()
-
 
 def _parse(args: Sequence[str]) -> list[Any]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -40,13 +38,15 @@ def _values(override: Any) -> list[str]:
 
 
 def _nearest_level(cfg: Any, key: str) -> tuple[str, str, list[str]]:
-    """(existing parent path, first missing part, keys at that parent)."""
-    from omegaconf import DictConfig
+    """(existing parent path, first missing part, keys at that parent); the
+    missing part is "" when ``key`` exists. Interpolations are not resolved."""
+    from omegaconf import OmegaConf
 
-    node, parent = cfg, []
+    node: Any = OmegaConf.to_container(cfg, resolve=False)
+    parent: list[str] = []
     for part in key.split("."):
-        if not isinstance(node, DictConfig) or part not in node:
-            keys = [str(k) for k in node.keys()] if isinstance(node, DictConfig) else []
+        if not isinstance(node, dict) or part not in node:
+            keys = [str(k) for k in node] if isinstance(node, dict) else []
             return ".".join(parent), part, keys
         node, parent = node[part], [*parent, part]
     return ".".join(parent), "", []
@@ -93,7 +93,6 @@ def check_overrides(args: Sequence[str], conf_dir: str) -> None:
     if not overrides:
         return
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
 
     from silas_exp.config import KIND_GROUPS
 
@@ -135,9 +134,10 @@ def check_overrides(args: Sequence[str], conf_dir: str) -> None:
                                   + [f"{group}={option}"])
                 except Exception:
                     return
-                if OmegaConf.select(cfg, key, default=_MISSING) is not _MISSING:
+                level = _nearest_level(cfg, key)
+                if not level[1]:
                     break
-                levels.append(_nearest_level(cfg, key))
+                levels.append(level)
             else:
                 raise ConfigError(unknown_key_message(key, ",".join(_values(o)), group, options,
                                                       levels))
