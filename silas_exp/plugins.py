@@ -10,8 +10,10 @@ validated once, at start-up, with the same errors:
 - built-ins, registered with :meth:`Registry.register` in silas_exp itself;
 - installed packages, through entry points: group ``silas_exp.<kinds>``,
   ``name = "package.module:KIND"`` where ``KIND`` is a :class:`Kind` (made
-  with :meth:`Registry.kind`). An entry point is imported only when its name
-  is chosen, so a broken plug-in cannot break other runs;
+  with :meth:`Registry.kind`). Entry points of kinds with a config group are
+  loaded at start-up to generate their options; one that fails to load is
+  remembered by name and reported only when chosen (and by ``silas-exp
+  plugins``), so a broken plug-in cannot break other runs;
 - a ``_target_: package.module.KIND`` key in the config node (Hydra's
   convention), for a kind that is importable but not installed as a plug-in.
 
