@@ -22,12 +22,12 @@ from pydantic import (
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.context.budget import TokenBudget
 from silas_exp.errors import ConfigError, pydantic_error_to_config_error
-from silas_exp.eviction.base import StrategySettings, validate_strategy_settings
+from silas_exp.eviction.base import STRATEGIES, StrategySettings, validate_strategy_settings
 from silas_exp.llm.backends import BACKENDS
 from silas_exp.llm.settings import LLMSettings
 from silas_exp.metrics.plugins import case_metric_functions
 from silas_exp.probes.judge import JUDGES, JudgeSettings
-from silas_exp.scorers.base import ScorerSettings, validate_scorer_settings
+from silas_exp.scorers.base import SCORERS, ScorerSettings, validate_scorer_settings
 from silas_exp.scorers.prompt import PromptSettings
 
 
@@ -182,6 +182,25 @@ class ExperimentConfig(_Strict):
                 del data["suite"][key]
         blob = json.dumps(data, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+# the kinds whose config group options come from their settings models
+KIND_GROUPS = (SCORERS, STRATEGIES)
+
+
+def store_kind_configs() -> None:
+    """Every built-in and installed scorer and eviction strategy as an option of
+    its config group (``scorer/<name>``, ``eviction/<name>``) in Hydra's
+    ConfigStore, generated from its settings model: one declaration per kind.
+    A plug-in that does not load gets a node that only names it, so choosing it
+    reports the load error (exit 2) and other runs are not affected."""
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    for registry in KIND_GROUPS:
+        for name, kind, _, _ in registry.installed():
+            node = registry.config_node(kind) if kind is not None else {registry.field: name}
+            store.store(group=registry.config_group, name=name, node=node, provider="silas_exp")
 
 
 def job_seed(base_seed: int, repeat: int) -> int:

@@ -24,10 +24,37 @@ class SuiteError(SilasExpError):
     """A suite, case or session file is missing, not JSON, or breaks the schema."""
 
 
+class SuiteWarning(UserWarning):
+    """A suite loads, but something in it is read differently than written."""
+
+
 class RunError(SilasExpError):
     """A job could not complete with the given (valid) config and data; exit 1."""
 
     exit_code = 1
+
+
+class PluginFailure(RunError):
+    """A kind (scorer, strategy, metric …), built-in or plug-in, broke at run
+    time: it raised, or returned a value its contract forbids. ``cause`` names
+    the kind, its source, the problem and the file and line, and is the same
+    for every case the same bug breaks (cases are counted per cause);
+    ``detail`` is this occurrence's message and ``where`` where it happened
+    (case, turn, item)."""
+
+    def __init__(self, cause: str, detail: str = "", where: str = "") -> None:
+        self.cause, self.detail, self.where = cause, detail, where
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        return (self.cause + (f": {self.detail}" if self.detail else "")
+                + (f" ({self.where})" if self.where else ""))
+
+    def at(self, where: str) -> PluginFailure:
+        """The same failure, located further out (the case it broke)."""
+        self.where = f"{where}, {self.where}" if self.where else where
+        self.args = (self._text(),)
+        return self
 
 
 class SweepFailed(RunError):

@@ -10,10 +10,18 @@ validated once, at start-up, with the same errors:
 - built-ins, registered with :meth:`Registry.register` in silas_exp itself;
 - installed packages, through entry points: group ``silas_exp.<kinds>``,
   ``name = "package.module:KIND"`` where ``KIND`` is a :class:`Kind` (made
-  with :meth:`Registry.kind`). An entry point is imported only when its name
-  is chosen, so a broken plug-in cannot break other runs;
+  with :meth:`Registry.kind`). Entry points of kinds with a config group are
+  loaded at start-up to generate their options; one that fails to load is
+  remembered by name and reported only when chosen (and by ``silas-exp
+  plugins``), so a broken plug-in cannot break other runs;
 - a ``_target_: package.module.KIND`` key in the config node (Hydra's
   convention), for a kind that is importable but not installed as a plug-in.
+
+A kind is declared once: its settings model is the only place its options and
+their defaults are written. For a registry with a config group (``scorer``,
+``eviction``), :meth:`Registry.config_node` turns the settings model into the
+group option's node, which ``silas_exp.config.store_kind_configs`` puts in
+Hydra's ConfigStore; no YAML file repeats it.
 
 Factories receive a :class:`Granted` view of the run's offers: a capability
 the kind did not declare is not there, and asking for it says what to declare.
@@ -23,14 +31,19 @@ Ground truth (``oracle``) is granted only to built-in reference kinds.
 from __future__ import annotations
 
 import importlib
+import inspect
+import sys
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
-from silas_exp.errors import ConfigError, pydantic_error_to_config_error
+from silas_exp.errors import ConfigError, PluginFailure, pydantic_error_to_config_error
 
 BUILT_IN = "built-in"
 GROUND_TRUTH = "oracle"
@@ -53,6 +66,45 @@ class Kind:
 
     def trait(self, key: str, default: Any = None) -> Any:
         return self.traits.get(key, default)
+
+    def home(self) -> str | None:
+        """The folder of the package that defines the kind (its code's frames are its own)."""
+        module = sys.modules.get(self.settings.__module__.split(".")[0])
+        path = getattr(module, "__file__", None)
+        return str(Path(path).parent) if path else None
+
+    def blame(self, what: str, problem: str, exc: BaseException | None = None,
+              code: Any = None) -> str:
+        """``what 'name' (source) problem at file:line`` — the line: the innermost
+        frame of ``exc`` in the kind's own package (else the innermost), or
+        where ``code`` (the function that broke a contract) is defined."""
+        where = ""
+        if exc is not None:
+            frames = traceback.extract_tb(exc.__traceback__)
+            home = self.home()
+            own = [f for f in frames if home and f.filename.startswith(home)]
+            frame = (own or frames or [None])[-1]
+            if frame is not None:
+                where = f" at {_short(frame.filename)}:{frame.lineno}"
+        elif code is not None:
+            try:
+                where = f" at {_short(inspect.getsourcefile(code) or '?')}:" \
+                        f"{inspect.getsourcelines(code)[1]}"
+            except (OSError, TypeError):
+                where = ""
+        return f"{what} {self.name!r} ({self.source}) {problem}{where}"
+
+
+def _short(filename: str) -> str:
+    """A frame's file as package/module.py (site-packages and repository roots left out)."""
+    parts = Path(filename).parts
+    return "/".join(parts[-2:]) if len(parts) > 1 else filename
+
+
+def raised(kind: Kind, what: str, exc: Exception, where: str) -> PluginFailure:
+    """The PluginFailure for ``exc`` raised by ``kind``'s code."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return PluginFailure(kind.blame(what, f"raised {type(exc).__name__}", exc), first, where)
 
 
 class Granted:
@@ -82,8 +134,10 @@ class Registry:
     runner can offer."""
 
     def __init__(self, what: str, key: str, group: str, builtins: str,
-                 capabilities: Iterable[str], example: str, field: str = "name") -> None:
+                 capabilities: Iterable[str], example: str, field: str = "name",
+                 config_group: str | None = None) -> None:
         self.what, self.key, self.group, self.example = what, key, group, example
+        self.config_group = config_group  # the Hydra group whose options are generated
         self.field = field  # the settings field that names the kind
         self.capabilities = frozenset(capabilities)
         self._builtins_module = builtins
@@ -200,6 +254,35 @@ class Registry:
             return kind.settings.model_validate(data)
         except Exception as exc:  # pydantic.ValidationError
             raise pydantic_error_to_config_error(exc, prefix=self.key) from None
+
+    def config_node(self, kind: Kind) -> dict[str, Any]:
+        """The config group option of ``kind``: its name and every setting's
+        default, read from the settings model (``???``: a setting without one)."""
+        node: dict[str, Any] = {}
+        for name, info in kind.settings.model_fields.items():
+            node[name] = ("???" if info.is_required()
+                          else to_jsonable_python(info.get_default(call_default_factory=True)))
+        node[self.field] = kind.name
+        return node
+
+    def installed(self) -> list[tuple[str, Kind | None, str, str | None]]:
+        """(name, kind or None, source, load error) of every built-in and every
+        installed entry point, each loaded: for ``silas-exp plugins`` and the
+        generated config options. A broken entry point gives (name, None, where, error)."""
+        self._load_builtins()
+        out: list[tuple[str, Kind | None, str, str | None]] = []
+        for name, kind in sorted(self._kinds.items()):
+            if kind.source == BUILT_IN:
+                out.append((name, kind, BUILT_IN, None))
+        for name, ep in sorted(self._entry_points().items()):
+            if name in self._kinds and self._kinds[name].source == BUILT_IN:
+                continue
+            where = f"{ep.value} ({ep.dist.name} {ep.dist.version})" if ep.dist else ep.value
+            try:
+                out.append((name, self.get(name), where, None))
+            except ConfigError as exc:
+                out.append((name, None, where, str(exc)))
+        return out
 
     def kind_of(self, settings: BaseModel) -> Kind:
         return self.get(getattr(settings, self.field))

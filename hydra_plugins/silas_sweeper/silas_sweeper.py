@@ -26,6 +26,11 @@ Two more things the basic sweeper cannot know:
   ``eviction`` → ``two_tier``) but not the control option, and no
   ``analysis.control`` is given, the control option is added to the sweep and
   recorded in ``control.json`` in the sweep folder, so the report can say so.
+* **A group's own settings go with its options.** A sweep of several options
+  of a group and of a setting that only some of them have
+  (``scorer=heuristic,my_scorer scorer.keyword_weight=0.2,0.8``) gives that
+  setting only to the jobs whose option has it: the control runs once per
+  repeat, each value of the setting once with ``my_scorer``.
 * **No empty sweep.** ``repeats`` below 1 would give zero jobs and a silent
   exit 0; it is bad input instead.
 * **Adaptive repeats.** With ``repeats=auto`` the sweep runs in rounds: round
@@ -100,6 +105,36 @@ def distinct_jobs(batch: Sequence[Sequence[str]],
     for overrides in batch:
         seen.setdefault(job_shape(overrides, is_group), overrides)
     return list(seen.values())
+
+
+def own_settings_only(jobs: Sequence[Sequence[str]], is_group: Callable[[str], bool],
+                      has_key: Callable[[str, str, str], bool]) -> list[list[str]]:
+    """Each job without the ``group.key=value`` overrides that its option of
+    ``group`` lacks (``has_key(group, option, key)``), when another job's
+    option has them; jobs that become identical are left once, in order."""
+    def choices(job: Sequence[str]) -> dict[str, str]:
+        return {k: v for k, _, v in (o.partition("=") for o in job) if is_group(k)}
+
+    def split(override: str) -> tuple[str, str] | None:
+        key = override.partition("=")[0]
+        group, dot, rest = key.partition(".")
+        if not dot or key.startswith(("+", "~", "hydra")) or not is_group(group):
+            return None
+        return group, rest
+
+    somewhere = {sk for job in jobs for o in job if (sk := split(o))
+                 and has_key(sk[0], choices(job).get(sk[0], ""), sk[1])}
+    out: list[list[str]] = []
+    seen: set[tuple[str, ...]] = set()
+    for job in jobs:
+        chosen = choices(job)
+        kept = [o for o in job
+                if (sk := split(o)) is None or sk[0] not in chosen or sk not in somewhere
+                or has_key(sk[0], chosen[sk[0]], sk[1])]
+        if tuple(kept) not in seen:
+            seen.add(tuple(kept))
+            out.append(kept)
+    return out
 
 
 CONTROL_FILE = "control.json"
@@ -193,6 +228,31 @@ class SilasSweeper(BasicSweeper):
             log.info("Added the control " + ", ".join(f"{k}={v}" for k, v in added.items())
                      + " to the sweep (analysis.control=... names another)")
         return super().sweep(arguments)
+
+    def split_arguments(self, overrides: Any, max_batch_size: int | None) -> Any:
+        """The basic sweeper's jobs, each with only its own options' settings."""
+        jobs = [job for batch in BasicSweeper.split_arguments(overrides, None) for job in batch]
+        own = own_settings_only(jobs, self._is_group, self._has_key)
+        if len(own) < len(jobs) and self.config is not None \
+                and str(self.config.get("repeats")) != "auto":  # adaptive: no planned total
+            _set_planned_jobs(Path(str(self.config.hydra.sweep.dir)), len(own))
+        if max_batch_size is None:
+            return [own]
+        return list(BasicSweeper.split_overrides_to_chunks(own, max_batch_size))
+
+    def _has_key(self, group: str, option: str, key: str) -> bool:
+        from omegaconf import OmegaConf
+
+        repository: Any = getattr(self.hydra_context.config_loader, "repository", None)
+        found = repository.load_config(f"{group}/{option}") if repository and option else None
+        if found is None:
+            return True  # unknown to this check: Hydra decides
+        node: Any = OmegaConf.to_container(found.config, resolve=False)  # no interpolation read
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        return True
 
     def _is_group(self, name: str) -> bool:
         repository: Any = getattr(self.hydra_context.config_loader, "repository", None)
@@ -324,14 +384,18 @@ class SilasSweeper(BasicSweeper):
 
 
 def _set_planned_jobs(sweep_dir: Path, total: int) -> None:
-    """A study in rounds plans one round at a time: progress lines count the
-    jobs launched so far and this round's."""
-    from silas_exp.records import read_manifest, write_manifest
+    """Progress lines count the planned jobs: those left after
+    :func:`own_settings_only`, or, in a study in rounds (planned one round at
+    a time), the jobs launched so far and this round's."""
+    try:
+        from silas_exp.records import read_manifest, write_manifest
 
-    info = read_manifest(sweep_dir)
-    if info is not None:
-        info.jobs_total = total
-        write_manifest(sweep_dir, info)
+        info = read_manifest(sweep_dir)
+        if info is not None:
+            info.jobs_total = total
+            write_manifest(sweep_dir, info)
+    except Exception:  # progress is a nicety; never fail a sweep for it
+        return
 
 
 def _grow_planned_jobs(sweep_dir: Path, added: dict[str, str], arguments: list[str],

@@ -20,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from silas_exp.cli.overrides import check_overrides, settings_follow_options
 from silas_exp.config import validate
 from silas_exp.errors import ConfigError, RunError, SilasExpError, SuiteError
 from silas_exp.exits import BAD_INPUT, FAILED, Reported
@@ -95,7 +96,12 @@ def main(argv: list[str] | None = None) -> None:
     if "--verbose" in args:
         args.remove("--verbose")
         os.environ["HYDRA_FULL_ERROR"] = "1"
-    sys.argv = [sys.argv[0], *args]
+    try:
+        check_overrides(args, CONF_DIR)  # a misspelt key, a plug-in that does not load
+    except ConfigError as exc:
+        report(exc, "bad input")
+        raise SystemExit(BAD_INPUT) from None
+    sys.argv = [sys.argv[0], *settings_follow_options(args)]
     invocation = Invocation()
     try:
         hydra_main(invocation)()

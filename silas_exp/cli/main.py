@@ -207,8 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_generate_suite)
 
     from silas_exp.cli.analysis import register  # analysis subcommands
+    from silas_exp.cli.plugins import register as register_plugins
 
     register(sub, default_uri)
+    register_plugins(sub)
     return parser
 
 

@@ -11,6 +11,11 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from silas_exp.context.budget import TokenBudget, ZoneShares
+from silas_exp.context.policy import (
+    deactivate_stale_subscriptions,
+    drop_trivial_acks,
+    mask_old_tool_results,
+)
 from silas_exp.context.stats import ReplayStats
 from silas_exp.context.window import Window
 from silas_exp.plugins import Kind, Registry
@@ -44,10 +49,52 @@ class StrategyDeps:
     model_id: str = ""
 
 
+class StrategyBase:
+    """A base for a strategy of one's own that fills the statistics every
+    strategy owes the metrics (docs/plugins.md, "Eviction strategy"):
+
+    * ``stats.guard_triggers``: a turn that starts over the eviction threshold
+      (``context.guard_trigger_rate``), counted by :meth:`step`;
+    * ``stats.evictions``: ``(turn, ctx_id)`` of every eviction, through :meth:`remove`;
+    * ``stats.masked``, ``stats.trivial_dropped``, ``stats.subscriptions_deactivated``:
+      through :meth:`tier1`, Silas's Tier 1 without its zone caps, for a
+      strategy that keeps it (a strategy replaces Tier 1 and Tier 2 both).
+
+    Write :meth:`evict` (what to do on a turn over the threshold, or at a
+    compression event). ``tier2.*`` statistics are a scorer's; fill them if
+    your strategy asks one (``needs={"scorer"}``)."""
+
+    def __init__(self, settings: StrategySettings, deps: Any) -> None:
+        self.settings, self.budget, self.stats = settings, deps.budget, deps.stats
+
+    def step(self, window: Window, turn: int) -> None:
+        if window.usage() > self.budget.eviction_threshold_pct * self.budget.total:
+            self.stats.guard_triggers += 1
+            self.evict(window, turn)
+
+    def compress(self, window: Window, turn: int) -> None:
+        self.evict(window, turn)
+
+    def evict(self, window: Window, turn: int) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define evict(window, turn)")
+
+    def remove(self, window: Window, ctx_id: str, turn: int) -> None:
+        window.evict(ctx_id)
+        self.stats.evictions.append((turn, ctx_id))
+
+    def tier1(self, window: Window, turn: int) -> None:
+        st = self.stats
+        st.masked += int(mask_old_tool_results(window, turn, self.budget) > 0)
+        dropped = drop_trivial_acks(window, turn, self.budget)
+        st.trivial_dropped += len(dropped)
+        st.evictions += [(turn, cid) for cid in dropped]
+        st.subscriptions_deactivated += deactivate_stale_subscriptions(window, turn, self.budget)
+
+
 STRATEGIES = Registry(
     "eviction strategy", key="eviction", group="silas_exp.strategies",
     builtins="silas_exp.eviction.builtin", capabilities=("scorer", "broker", "llm"),
-    example="eviction=two_tier")
+    example="eviction=two_tier", config_group="eviction")
 
 
 def register_strategy(name: str, settings: type[StrategySettings], *, needs: Iterable[str] = (),

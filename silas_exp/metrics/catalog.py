@@ -9,7 +9,7 @@ cent of a token cost. They are defaults, chosen so that a variant the
 
 from __future__ import annotations
 
-from silas_exp.metrics.registry import MetricSpec, register_metric
+from silas_exp.metrics.spec import MetricSpec, register_metric
 
 R, P = ("replay",), ("probe",)
 BOTH = ("replay", "probe")

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from silas_exp.errors import ConfigError
-from silas_exp.metrics.registry import MetricSpec, register_metric
+from silas_exp.metrics.spec import MetricSpec, register_metric
 from silas_exp.plugins import Kind, Registry
 
 # (stats: ReplayStats, oracle: NeedOracle, horizon: int) -> value for the case

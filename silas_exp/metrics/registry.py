@@ -10,77 +10,29 @@ return a metric without a spec, so an undeclared metric fails in tests.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
 
 from silas_exp.errors import ConfigError
+from silas_exp.metrics import catalog as _catalog  # noqa: F401  (declares the built-ins)
+from silas_exp.metrics.plugins import declare_installed
+from silas_exp.metrics.spec import (
+    Direction,
+    MarginKind,
+    MetricSpec,
+    SuiteKind,
+    all_specs,
+    declared,
+    register_metric,
+)
 
-Direction = Literal["higher", "lower", "none"]
-SuiteKind = Literal["replay", "probe", "mixed"]  # mixed: replay and probe cases in one suite
-MarginKind = Literal["absolute", "relative"]
-
-_KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?$")
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    key: str  # canonical key, or a family pattern ending in ".*"
-    direction: Direction
-    unit: str
-    meaning: str
-    # suite kinds whose ablations gate on this metric by default
-    gate: tuple[SuiteKind, ...] = ()
-    # suite kinds whose ablation reports show it (gated metrics always are)
-    report: tuple[SuiteKind, ...] = ()
-    # non-inferiority margin: how much worse (in the worse direction) still counts
-    # as "no worse"; relative margins are a share of the control's mean
-    margin: float | None = None
-    margin_kind: MarginKind = "absolute"
-    per_case: bool = True  # has a value per case (can be paired), else run-level only
-
-    def __post_init__(self) -> None:
-        if not _KEY.match(self.key):
-            raise ValueError(f"metric key {self.key!r} must be dotted lowercase [a-z0-9_] parts")
-        if self.gate and (self.direction == "none" or self.margin is None):
-            raise ValueError(f"{self.key}: a gated metric needs a direction and a margin")
-
-    @property
-    def higher_is_better(self) -> bool:
-        return self.direction == "higher"
-
-    def margin_for(self, control_mean: float) -> float:
-        if self.margin is None:
-            return float("nan")
-        return self.margin * abs(control_mean) if self.margin_kind == "relative" else self.margin
-
-    def arrow(self) -> str:
-        return {"higher": "higher is better", "lower": "lower is better"}.get(self.direction,
-                                                                              "no direction")
-
-
-_SPECS: dict[str, MetricSpec] = {}
-
-
-def register_metric(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
-    if spec.key in _SPECS and not replace and _SPECS[spec.key] != spec:
-        raise ValueError(f"metric {spec.key!r} is already declared differently")
-    _SPECS[spec.key] = spec
-    return spec
+__all__ = ["Direction", "MarginKind", "MetricSpec", "SuiteKind", "all_specs", "declared",
+           "direction", "find_spec", "gated_for", "markdown", "register_metric", "reported_for",
+           "spec", "undeclared"]
 
 
 def find_spec(key: str) -> MetricSpec | None:
-    if key in _SPECS:
-        return _SPECS[key]
-    parts = key.split(".")
-    for n in range(len(parts) - 1, 0, -1):
-        spec = _SPECS.get(".".join(parts[:n]) + ".*")
-        if spec is not None:
-            return spec
-    from silas_exp.metrics.plugins import declare_installed  # plug-ins register on first use
-
-    return declare_installed(key)
+    found = declared(key)
+    return found if found is not None else declare_installed(key)  # plug-ins register on first use
 
 
 def spec(key: str) -> MetricSpec:
@@ -97,10 +49,6 @@ def direction(key: str) -> Direction:
 
 def undeclared(keys: Iterable[str]) -> list[str]:
     return sorted(k for k in keys if find_spec(k) is None)
-
-
-def all_specs() -> list[MetricSpec]:
-    return sorted(_SPECS.values(), key=lambda s: s.key)
 
 
 def _kinds(kind: SuiteKind) -> tuple[str, ...]:
@@ -136,5 +84,3 @@ def markdown() -> str:
                      f"{'yes' if s.per_case else 'no'} | {s.meaning} |")
     return "\n".join(lines) + "\n"
 
-
-from silas_exp.metrics import catalog as _catalog  # noqa: E402,F401  (declares the built-ins)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from silas_exp.config import ExperimentConfig
 from silas_exp.records import RESULT_FILE, SweepManifest
+from silas_exp.run.failures import console_lines as failure_lines
 from silas_exp.run.job import JobOutcome, JobSpec
 from silas_exp.run.progress import progress_note
 
@@ -98,6 +99,8 @@ def job_done(label: str, cfg: ExperimentConfig, outcome: JobOutcome, seconds: fl
         progress = f" [{note}]"
     print(f"{label}: {outcome.cases} cases, pass {outcome.run.summary.pass_rate:.0%}, "
           f"{cfg.metrics.optimize}={value:.3f} ({seconds:.1f}s){progress} -> {out_dir}", flush=True)
+    for line in failure_lines(label, outcome.failures, verbose()):  # why cases errored, by cause
+        print(line, flush=True)
     if outcome.metrics.get("probe.empty_summaries", 0) > 0:
         print(f"{label}: warning: some compressions produced an empty summary (probe.empty_summaries "
               f"{outcome.metrics['probe.empty_summaries']:.2f} per case), so they compressed like "

@@ -22,7 +22,8 @@ from silas_exp.records import (
     write_job_result,
 )
 from silas_exp.run import console, gc_policy
-from silas_exp.run.job import JobOutcome, JobSpec, calibration_to_json, make_job, run_job
+from silas_exp.run.calibration import calibration_to_json
+from silas_exp.run.job import JobOutcome, JobSpec, make_job, run_job
 from silas_exp.tracking.tracker import Tracker, make_tracker
 from silas_exp.variants import variant_name
 

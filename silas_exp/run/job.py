@@ -14,12 +14,10 @@ import traceback
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-
-import numpy as np
 
 from silas_exp.config import ExperimentConfig, job_seed
 from silas_exp.context.replay import NeedOracle, replay
@@ -34,27 +32,24 @@ from silas_exp.data.suites.loader import (
 )
 from silas_exp.errors import BudgetExceeded, RunError, SilasExpError, SuiteError
 from silas_exp.eviction.base import STRATEGIES, StrategyDeps, build_strategy
-from silas_exp.feedback.calibration import (
-    Calibration,
-    ExclusionRates,
-    Rate,
-    calibrate,
-    stored_exclusion_rates,
-)
+from silas_exp.feedback.calibration import Calibration, stored_exclusion_rates
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import DiscardingStore, FeedbackStore
 from silas_exp.llm import LLMClient, build_client
 from silas_exp.llm.accounting import Accounting
 from silas_exp.metrics.classification import roc_auc
 from silas_exp.metrics.context import case_metrics
-from silas_exp.metrics.plugins import case_metric_functions
+from silas_exp.metrics.plugins import METRICS, case_metric_functions
 from silas_exp.metrics.registry import undeclared
-from silas_exp.probes.judge import build_judge
+from silas_exp.probes.judge import JUDGES, build_judge
 from silas_exp.probes.pipeline import run_probe_case
 from silas_exp.probes.report import PROBE_TABLE, run_probe_metrics
-from silas_exp.records import CASES_FILE, CaseLog, case_results, write_json_atomic
+from silas_exp.records import CASES_FILE, CaseLog, case_results
 from silas_exp.run import disk_cache
 from silas_exp.run.blocks import block_of
+from silas_exp.run.calibration import _calibrate
+from silas_exp.run.failures import FailureLog
+from silas_exp.run.failures import write as write_failures
 from silas_exp.run.tally import CaseTally
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkResult, BenchmarkRun
 from silas_exp.scorers import (
@@ -63,9 +58,8 @@ from silas_exp.scorers import (
     build_scorer,
     validate_scorer_settings,
 )
-from silas_exp.scorers.base import SCORERS, CalibrationSpec, calibration_spec
+from silas_exp.scorers.base import SCORERS
 from silas_exp.scorers.grid import on_grid
-from silas_exp.scorers.heuristic import HeuristicSettings
 from silas_exp.tune.split import suite_cases
 
 MAX_EVICTED_LOGGED = 2000  # eviction order kept per case (for shadow diffs)
@@ -94,6 +88,7 @@ class JobOutcome:
     feedback_db: Path | None = None
     calibration: Calibration | None = None
     notes: list[str] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)  # case errors per cause (run/failures.py)
 
     def results(self) -> Iterator[BenchmarkResult]:
         """The job's per-case results, read back one at a time."""
@@ -125,6 +120,10 @@ class _CaseRunner:
         self.errors: list[str] = []
         self.probe_rows: list[dict] = []
         self.plugin_metrics = case_metric_functions(cfg.metrics.plugins)
+        self.failures = FailureLog([
+            ("scorer", SCORERS.kind_of(cfg.scorer)), ("eviction strategy", STRATEGIES.kind_of(cfg.eviction)),
+            ("judge", JUDGES.kind_of(cfg.judge)),
+            *(("metric", METRICS.get(name)) for name in cfg.metrics.plugins)])
 
     def _strategy(self, sc, namespace: str, scorer_settings, calibration, oracle: NeedOracle,
                   stats: ReplayStats):
@@ -317,9 +316,11 @@ class _CaseRunner:
             raise  # bad input (exit 2) and a reached budget stop the job; nothing is half-scored
         except (SilasExpError, Exception) as exc:  # a failed case counts, never vanishes
             metrics, status = {}, "error"
-            error = f"{type(exc).__name__}: {exc}"
+            error, blamed = self.failures.add(case.case_id, exc)  # counted per cause, by name
             if self.cfg.fail_fast:
-                raise
+                if blamed is exc:
+                    raise
+                raise blamed from exc
             self.errors.append(traceback.format_exc())
         latency = (time.perf_counter() - t0) * 1000.0
         spent = self.llm.accounting.snapshot().delta(before)
@@ -352,84 +353,6 @@ def _remember_reference(key: str, flushes: list[Flush]) -> list[Flush]:
     while len(_REFERENCES) > REFERENCE_CASES:
         _REFERENCES.popitem(last=False)
     return flushes
-
-
-_CALIBRATIONS: dict[str, Calibration] = {}
-
-
-def _calibration_key(cfg: ExperimentConfig, loaded: LoadedSuite, job: JobSpec,
-                     spec: CalibrationSpec) -> str:
-    """Everything the calibration result depends on, the code and the suite's
-    files included; variants A and B of one repeat share it, so a sweep
-    computes it once per repeat and process (once at all, from the disk cache)."""
-    parts = {
-        "suite": [loaded.suite.suite_id, loaded.suite.version, str(loaded.root)],
-        "base": spec.base.model_dump(), "explore": spec.explore_rate, "l2": spec.l2,
-        "model": cfg.model.model_dump(), "eviction": cfg.eviction.model_dump(),
-        "budget": cfg.budget.model_dump(), "seed": job.seed, "horizon": cfg.metrics.horizon,
-    }
-    return disk_cache.cache_key(parts, loaded.root)
-
-
-def _calibrate(cfg: ExperimentConfig, runner: _CaseRunner, loaded: LoadedSuite,
-               out_dir: Path) -> Calibration | None:
-    """Offline calibration: replay the suite's calibration cases under the control
-    scorer with the same main model, then fit on the recorded feedback."""
-    spec = calibration_spec(cfg.scorer)
-    if spec is None:
-        return None
-    key = _calibration_key(cfg, loaded, runner.job, spec)
-    if key not in _CALIBRATIONS:
-        # deterministic in its key: shared on disk by parallel workers and later runs,
-        # unless a plug-in strategy or scorer (code outside the key's digest) is involved
-        shared = disk_cache.shareable(STRATEGIES.kind_of(cfg.eviction), SCORERS.kind_of(cfg.scorer))
-        if not shared:
-            _CALIBRATIONS[key] = _fit_calibration(cfg, spec, runner, loaded, out_dir)
-            return _CALIBRATIONS[key]
-        cached = disk_cache.entry_path(cfg.paths.cache, "calibration", key, ".json")
-        _CALIBRATIONS[key] = disk_cache.computed_once(  # a worker fitting it now: wait and read
-            cached,
-            lambda p: _calibration_from_json(json.loads(p.read_text())) if p.is_file() else None,
-            lambda: _fit_calibration(cfg, spec, runner, loaded, out_dir),
-            lambda p, cal: write_json_atomic(p, calibration_to_json(cal)))
-    return _CALIBRATIONS[key]
-
-
-def calibration_to_json(cal: Calibration) -> dict:
-    return {"weights": cal.weights.tolist(), "guidance": cal.guidance,
-            "n_candidates": cal.n_candidates, "rates": asdict(cal.rates)}
-
-
-def _calibration_from_json(data: dict) -> Calibration:
-    def rate_map(m: dict) -> dict[str, Rate]:
-        return {k: Rate(**v) for k, v in m.items()}
-
-    r = data["rates"]
-    rates = ExclusionRates(Rate(**r["overall"]), rate_map(r["by_zone"]), rate_map(r["by_age"]),
-                           rate_map(r["by_scope"]))
-    return Calibration(np.asarray(data["weights"]), rates, list(data["guidance"]),
-                       int(data["n_candidates"]))
-
-
-def _fit_calibration(cfg: ExperimentConfig, spec: CalibrationSpec, runner: _CaseRunner,
-                     loaded: LoadedSuite, out_dir: Path) -> Calibration:
-    cases = loaded.calibration_cases
-    if not cases:
-        raise RunError(
-            f"scorer={cfg.scorer.name} needs calibration feedback but suite {loaded.suite.name!r} "
-            "has no cases tagged 'calibration'. Add some (see suites/default) or pick scorer=heuristic."
-        )
-    base = spec.base
-    store = FeedbackStore(out_dir / "calibration_feedback.sqlite", fresh=True)
-    cal_cfg = cfg.model_copy(update={"eviction": cfg.eviction.model_copy(
-        update={"explore_rate": spec.explore_rate})}) if hasattr(cfg.eviction, "explore_rate") else cfg
-    cal_runner = _CaseRunner(cal_cfg, runner.job, loaded, runner.llm, store)
-    control = HeuristicSettings(weights=base)
-    for case in cases:
-        cal_runner.replay_case(case, control, None)  # feedback lands in the store
-    result = calibrate(store.dataset(), base.vector(), l2=spec.l2)
-    store.close()
-    return result
 
 
 def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
@@ -490,5 +413,7 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
         completed_at=datetime.now(UTC), config_snapshot=cfg.model_dump(mode="json"),
         results=[], summary=summary, variant=job.variant, repeat=job.repeat, seed=job.seed,
     )  # the per-case results are in out_dir/results.jsonl (JobOutcome.results())
+    write_failures(out_dir, runner.failures.records())
     return JobOutcome(run, metrics, loaded.suite.version, out_dir / CASES_FILE, len(tally),
-                      out_dir / "feedback.sqlite", calibration, notes=runner.errors)
+                      out_dir / "feedback.sqlite", calibration, notes=runner.errors,
+                      failures=runner.failures.records())

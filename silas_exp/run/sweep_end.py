@@ -129,12 +129,26 @@ def prepare() -> None:
     load_pyplot()
 
 
+def no_control_note(variant: str, controls: dict[str, str]) -> str:
+    """Why a sweep of one variant ends without an ablation, and the command that has one."""
+    parts = dict(p.partition("=")[::2] for p in variant.split(","))
+    swap = {g: o for g, o in parts.items() if g in controls and o != controls[g]}
+    how = " ".join(f"{g}={controls[g]},{o}" for g, o in swap.items()) or "<group>=<control>,<variant>"
+    return (f"(no ablation: the sweep ran one variant, {variant}, and no control. A single option "
+            "is the sweep's fixed choice, so the sweeper adds the control only to a sweep that lists "
+            f"two or more options of a group. Compare it with the control in one command: "
+            f"python -m silas_exp -m {how} (or analysis.control=<variant> names a logged one).)")
+
+
 def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: ExperimentConfig | None
                    ) -> ParentReport | None:
     """Ablation of the finished jobs against the control, when the sweep has
     more than one variant: ablation.md, ablation.html and plots in the sweep
     folder; returns what the parent run shows of it."""
-    if len({r.variant for r in records if r.status == "finished"}) < 2:
+    variants = {r.variant for r in records if r.status == "finished"}
+    if len(variants) < 2:
+        if len(variants) == 1 and cfg is not None:
+            print(no_control_note(variants.pop(), cfg.analysis.controls))
         return None
     from silas_exp.analysis.ablation import ablation
     from silas_exp.analysis.adaptive import AdaptiveState, adaptive_notes
@@ -144,6 +158,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
     from silas_exp.analysis.parent import parent_summary
     from silas_exp.analysis.plots import ablation_plots
     from silas_exp.analysis.report import OUTCOME_TEXT, ablation_markdown
+    from silas_exp.run.failures import sweep_markdown
 
     try:
         data = load_sweep_dir(sweep_dir, Path(cfg.suite.path) if cfg else None)
@@ -156,6 +171,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
             result.notes += adaptive_notes(adaptive)
         plots = ablation_plots(result, data, sweep_dir / ABLATION_DIR)
         md = ablation_markdown(result, [f"{ABLATION_DIR}/{p.name}" for p in plots])
+        md += sweep_markdown(sweep_dir)  # case errors by cause, the kind to blame named
         (sweep_dir / ABLATION_FILE).write_text(md)
         (sweep_dir / "ablation.html").write_text(ablation_html(result, plots))
         report = parent_summary(result, data.swept_keys, data.added_control)

@@ -10,7 +10,8 @@ seen by the simulated main model and the metrics alone.
 
 from __future__ import annotations
 
-from typing import Literal
+import difflib
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -40,6 +41,26 @@ _KIND_BY_ZONE = {"system": "system_prompt", "chronicle": "agent_response", "memo
 _KIND_BY_SOURCE = {"user": "user_message", "agent": "agent_response",
                    "assistant": "agent_response", "system": "system_prompt", "memory": "memory",
                    "plan": "plan", "subscription": "subscription", "tool": "tool_result"}
+
+
+KNOWN_KINDS: tuple[str, ...] = get_args(ItemKind)
+
+
+def generic_kind(data: dict) -> dict:
+    """Silas's item kinds are not fixed by the spec: a kind outside the eight
+    is read as its zone's generic kind (chronicle → agent_response, memory →
+    memory, workspace → plan, system → system_prompt), the kind as written kept
+    in ``declared_kind`` (the load report counts them). A near miss of a known
+    kind (``tool_reslt``) is a typo and an error with "did you mean"."""
+    kind, zone = data.get("kind"), data.get("zone")
+    if not isinstance(kind, str) or kind in KNOWN_KINDS or zone not in _KIND_BY_ZONE:
+        return data
+    near = difflib.get_close_matches(kind, KNOWN_KINDS, n=1, cutoff=0.8)
+    if near:
+        raise ValueError(f"item {data.get('ctx_id')!r}: kind {kind!r} is not a known kind; did "
+                         f"you mean {near[0]!r}? (known: {', '.join(KNOWN_KINDS)}; any other "
+                         "name is read as the zone's generic kind)")
+    return {**data, "kind": _KIND_BY_ZONE[zone], "declared_kind": kind}
 
 
 def from_context_item(raw: dict) -> dict:
@@ -73,7 +94,7 @@ class SessionItem(_Model):
     @model_validator(mode="before")
     @classmethod
     def _context_item_names(cls, data):
-        return from_context_item(data) if isinstance(data, dict) else data
+        return generic_kind(from_context_item(data)) if isinstance(data, dict) else data
 
     ctx_id: str = Field(min_length=1)
     turn: int = Field(ge=0)
@@ -89,6 +110,7 @@ class SessionItem(_Model):
     completed_turn: int | None = Field(default=None, ge=0)  # workspace item done at this turn
     refreshed_turns: list[int] = Field(default_factory=list)  # subscription touched at these turns
     facts: list[str] = Field(default_factory=list)  # planted facts probes may ask about
+    declared_kind: str | None = None  # a kind outside the eight, read as ``kind`` (generic_kind)
 
 
 class Reference(_Model):

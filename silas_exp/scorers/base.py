@@ -5,11 +5,13 @@ relevance in [0, 1] per ctx_id (0 = irrelevant, evict first). Scorers that
 learn online implement ``observe``. Each kind registers its name, its
 settings model (validated once at start-up), its factory and the capabilities
 it needs in one registry (:mod:`silas_exp.plugins`), built-in or plug-in; the
-config group ``conf/scorer/<name>.yaml`` carries ``name`` plus those settings.
+config group option ``scorer=<name>`` is generated from the settings model.
 """
 
 from __future__ import annotations
 
+import numbers
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,8 +19,8 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from silas_exp.context.window import LiveItem
-from silas_exp.errors import ConfigError
-from silas_exp.plugins import Kind, Registry
+from silas_exp.errors import ConfigError, PluginFailure
+from silas_exp.plugins import Kind, Registry, raised
 
 
 class ScorerUnavailable(Exception):
@@ -67,7 +69,8 @@ class CalibrationSpec:
 
 SCORERS = Registry(
     "scorer", key="scorer", group="silas_exp.scorers", builtins="silas_exp.scorers",
-    capabilities=("llm", "calibration", "prompt", "oracle"), example="scorer=weights")
+    capabilities=("llm", "calibration", "prompt", "oracle"), example="scorer=weights",
+    config_group="scorer")
 
 
 def register_scorer(name: str, settings: type[ScorerSettings], *, needs: Iterable[str] = (),
@@ -104,8 +107,60 @@ def calibration_spec(settings: ScorerSettings) -> CalibrationSpec | None:
     return make(settings)
 
 
+CONTRACT = "a finite relevance in [0, 1] for every item asked about"
+
+
+class CheckedScorer:
+    """A scorer, built-in or plug-in, held to its contract. ``ScorerUnavailable``
+    (a timeout, a model error: the scorer could not answer) passes through to
+    the strategy, whose circuit breaker falls back. Any other exception, and a
+    score that is missing, not finite or outside [0, 1], is a bug in the
+    scorer: it becomes a ``PluginFailure`` naming the scorer, its source, the
+    file and line, the turn and the item, and the case errors (counted per
+    cause and reported; docs/plugins.md)."""
+
+    def __init__(self, inner: Scorer, kind: Kind) -> None:
+        self.inner, self.kind = inner, kind
+        self.name, self.model_id = inner.name, inner.model_id
+
+    def __getattr__(self, name: str) -> Any:  # a scorer's own attributes (e.g. its weights)
+        inner = self.__dict__.get("inner")
+        if inner is None:
+            raise AttributeError(name)
+        return getattr(inner, name)
+
+    def score(self, items: Sequence[LiveItem], turn: int) -> dict[str, float]:
+        try:
+            got = self.inner.score(items, turn)
+        except ScorerUnavailable:
+            raise
+        except Exception as exc:
+            raise raised(self.kind, "scorer", exc, f"turn {turn}, scoring {len(items)} item(s) "
+                                                   f"from {items[0].ctx_id if items else '-'}") from exc
+        values = list(got.values())
+        if len(got) == len(items) and (not values or (
+                min(values) >= 0.0 and max(values) <= 1.0
+                and all(map(operator.eq, values, values)))):  # and no NaN
+            return got
+        for it in items:
+            value = got.get(it.ctx_id)
+            if not isinstance(value, numbers.Real) or not 0.0 <= value <= 1.0:
+                raise PluginFailure(
+                    self.kind.blame("scorer", f"broke its contract ({CONTRACT})",
+                                    code=type(self.inner).score),
+                    f"item {it.ctx_id} scored {value!r}" if value is not None
+                    else f"no score for item {it.ctx_id}", f"turn {turn}")
+        return got
+
+    def observe(self, items: Sequence[LiveItem], excluded: Sequence[bool], turn: int) -> None:
+        try:
+            self.inner.observe(items, excluded, turn)
+        except Exception as exc:
+            raise raised(self.kind, "scorer", exc, f"turn {turn}, observe") from exc
+
+
 def build_scorer(settings: ScorerSettings, ctx: ScorerContext) -> Scorer:
     always = {"seed": ctx.seed, "namespace": ctx.namespace, "scorer_model": ctx.scorer_model}
     offers = {"llm": ctx.llm, "calibration": ctx.calibration, "prompt": ctx.prompt,
               "oracle": ctx.oracle}
-    return SCORERS.build(settings, always, offers)
+    return CheckedScorer(SCORERS.build(settings, always, offers), SCORERS.kind_of(settings))

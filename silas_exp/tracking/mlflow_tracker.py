@@ -24,6 +24,7 @@ from silas_exp.records import (
     write_manifest,
 )
 from silas_exp.tracking import background
+from silas_exp.tracking.base import FinishedJob, JobRun
 from silas_exp.tracking.jobs import (
     JobKey,
     JobTracker,
@@ -42,7 +43,6 @@ from silas_exp.tracking.parent import (
 )
 from silas_exp.tracking.payload import ui_command, ui_link
 from silas_exp.tracking.preflight import preflight
-from silas_exp.tracking.tracker import FinishedJob, JobRun
 
 if TYPE_CHECKING:
     from silas_exp.config import ExperimentConfig

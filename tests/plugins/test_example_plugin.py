@@ -28,7 +28,7 @@ def installed(tmp_path_factory) -> Path:
                            "--no-build-isolation", "--no-index", "--target", str(target), str(src)],
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (target / "silas_plugin_example" / "conf" / "scorer" / "recency.yaml").is_file()
+    assert (target / "silas_plugin_example" / "scorer.py").is_file()
     return target
 
 

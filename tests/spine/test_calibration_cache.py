@@ -13,7 +13,8 @@ from omegaconf import OmegaConf
 from silas_exp.config import validate
 from silas_exp.data.suites.loader import load_suite
 from silas_exp.run import disk_cache
-from silas_exp.run.job import _calibration_key, make_job
+from silas_exp.run.calibration import _calibration_key
+from silas_exp.run.job import make_job
 from silas_exp.scorers.base import calibration_spec
 
 from ..conftest import REPO

@@ -17,7 +17,14 @@ GROUPS = ["scorer", "eviction", "model", "prompt", "judge", "suite", "tracking",
 
 
 def _options(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+    """The group's options as Hydra sees them: YAML files, and the scorer and
+    eviction options generated from the kinds' settings models."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        repository = GlobalHydra.instance().hydra.config_loader.repository
+        return sorted(repository.get_group_options(group))
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ def test_a_pool_case_is_the_same_wherever_it_is_made_and_it_loads(tmp_path):
     assert generate(a, case_id).read_bytes() == generate(b, case_id).read_bytes()
     loaded = load_suite(REPO / "suites" / "default")
     case = loaded.case(case_id)
-    _check_case(loaded, case)  # the loader's own checks pass on a generated case
+    assert _check_case(loaded, case) == []  # the loader's own checks pass on a generated case
     assert case.case_id == case_id and case.expected.metric_thresholds
 
 

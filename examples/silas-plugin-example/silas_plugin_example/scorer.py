@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
 
 from pydantic import Field
 
@@ -14,8 +13,7 @@ from silas_exp.context.window import LiveItem
 from silas_exp.scorers import ScorerSettings, scorer_kind
 
 
-class RecencySettings(ScorerSettings):
-    name: Literal["recency"] = "recency"
+class RecencySettings(ScorerSettings):  # its defaults are the option's defaults
     half_life: float = Field(default=8.0, gt=0, allow_inf_nan=False)  # turns
     error_bonus: float = Field(default=0.2, ge=0, le=1)
 

@@ -1,37 +1,26 @@
 """``eviction=lru``: every turn, when the window is over the budget's eviction
 threshold, evict the least recently referenced evictable items until usage
 is back at ``evict_to_pct``. No scorer, no model: a cheap baseline a team
-might compare two-tier eviction with."""
+might compare two-tier eviction with. It replaces Tier 1 and Tier 2 both;
+``StrategyBase`` counts the guard triggers and records each eviction."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from silas_exp.context.window import Window
-from silas_exp.eviction.base import StrategySettings, strategy_kind
+from silas_exp.eviction.base import StrategyBase, StrategySettings, strategy_kind
 
 
-class LruSettings(StrategySettings):
-    name: Literal["lru"] = "lru"
+class LruSettings(StrategySettings):  # no options of its own
+    pass
 
 
-class LruEviction:
-    def __init__(self, settings: LruSettings, deps) -> None:
-        self.budget, self.stats = deps.budget, deps.stats
-
-    def step(self, window: Window, turn: int) -> None:
-        total = self.budget.total
-        if window.usage() <= self.budget.eviction_threshold_pct * total:
-            return
-        target = self.budget.evict_to_pct * total
+class LruEviction(StrategyBase):
+    def evict(self, window: Window, turn: int) -> None:
+        target = self.budget.evict_to_pct * self.budget.total
         for it in sorted(window.evictable(), key=lambda i: (max(i.last_ref, i.born), i.ctx_id)):
             if window.usage() <= target:
                 break
-            window.evict(it.ctx_id)
-            self.stats.evictions.append((turn, it.ctx_id))
-
-    def compress(self, window: Window, turn: int) -> None:
-        self.step(window, turn)
+            self.remove(window, it.ctx_id, turn)
 
 
 KIND = strategy_kind("lru", LruSettings, LruEviction, evicts_per_turn=True,

@@ -1,11 +1,16 @@
 """Load and validate suites: ``suites/<name>/suite.json`` plus optional
-``cases/*.json`` and ``baseline.json`` (Silas §20.4). Every problem becomes a
-``SuiteError`` naming the file, the case, the field, and what was expected."""
+``cases/*.json`` and ``baseline.json`` (Silas §20.4). Every problem names the
+file, the case, the field, and what was expected; a suite with several
+problems reports them all in one ``SuiteError`` (duplicate case ids, bad
+zones, missing fields …), so one run shows what to fix. Items of a kind
+outside the eight are read as their zone's generic kind, with a warning that
+counts them (``LoadedSuite.generic_kinds``)."""
 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
+import warnings
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +20,7 @@ from pydantic import ValidationError
 
 from silas_exp.context.budget import PROFILES, TokenBudget, ZoneShares
 from silas_exp.data.suites.expected import expected_problems
-from silas_exp.errors import SuiteError
+from silas_exp.errors import SuiteError, SuiteWarning
 from silas_exp.facts.fact import Fact, norm
 from silas_exp.probes.schema import ProbePlan
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkSuite
@@ -45,6 +50,8 @@ class LoadedSuite:
     calibration_ids: set[str] = field(default_factory=set)
     plans: dict[str, ProbePlan] = field(default_factory=dict)  # case_id -> checked probe plan
     pool: Pool | None = None  # a generated pool: cases made from its recipe when first read
+    # kind as written -> items read as their zone's generic kind (schema.session.generic_kind)
+    generic_kinds: Counter[str] = field(default_factory=Counter)
     # case_id -> (case, parsed session or None until asked), least recently used first
     _cache: OrderedDict[str, tuple[BenchmarkCase, Parsed | None]] = field(
         default_factory=OrderedDict)
@@ -138,7 +145,7 @@ def _read_json(path: Path) -> Any:
 
 def _explain(exc: ValidationError, path: Path, data: Any, what: str) -> SuiteError:
     lines = []
-    for err in exc.errors()[:5]:
+    for err in exc.errors()[:20]:
         loc = list(err["loc"])
         where = what
         if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
@@ -150,7 +157,7 @@ def _explain(exc: ValidationError, path: Path, data: Any, what: str) -> SuiteErr
         got = err.get("input")
         got_s = "missing" if err["type"] == "missing" else f"got {json.dumps(got, default=str)[:60]}"
         lines.append(f"{where}, field '{field}': {err['msg']} ({got_s})")
-    more = f" (+{len(exc.errors()) - 5} more)" if len(exc.errors()) > 5 else ""
+    more = f" (+{len(exc.errors()) - 20} more)" if len(exc.errors()) > 20 else ""
     return SuiteError(
         f"{path}: does not match the BenchmarkSuite schema (§20.2): " + "; ".join(lines) + more
         + ". Fix these fields and run again."
@@ -190,19 +197,35 @@ def load_suite(path: str | Path) -> LoadedSuite:
         return _load_pool(LoadedSuite(suite, root, files, labels, pool=pool))
     loaded = LoadedSuite(suite, root, files, labels)
     case_files = sorted((root / "cases").glob("*.json")) if (root / "cases").is_dir() else []
+    problems: list[str] = []
     for case_file, case in [(suite_file, c) for c in suite.cases] + [(f, None) for f in case_files]:
-        case = case or _read_case(case_file)
+        try:
+            case = case or _read_case(case_file)
+        except SuiteError as exc:
+            problems.append(str(exc))
+            continue
         if case.case_id in files:
             where = "appears twice in 'cases'" if case_file == files[case.case_id] == suite_file \
-                else f"already defined in {files[case.case_id]}"
-            raise SuiteError(f"{case_file}: case_id {case.case_id!r} {where}; case ids must be "
-                             "unique within a suite — rename one.")
+                else f"is a duplicate: already defined in {files[case.case_id]}"
+            problems.append(f"{case_file}: case_id {case.case_id!r} {where}; case ids must be "
+                            "unique within a suite — rename one.")
+            continue
         files[case.case_id] = case_file
         if CALIBRATION_TAG in case.tags:
             loaded.calibration_ids.add(case.case_id)
-        _check_case(loaded, case)
+        problems += _check_case(loaded, case)
+    if problems:
+        raise SuiteError(problems[0] if len(problems) == 1 else
+                         f"{suite_file}: the suite has {len(problems)} problems; fix them all:\n"
+                         + "\n".join(f"  {n}. {p}" for n, p in enumerate(problems, 1)))
     if not files:
         raise SuiteError(f"{suite_file}: the suite has no cases; add cases or cases/*.json files.")
+    if loaded.generic_kinds:
+        counts = ", ".join(f"{n} of kind {k!r}" for k, n in sorted(loaded.generic_kinds.items()))
+        warnings.warn(SuiteWarning(
+            f"{suite_file}: items of a kind outside Silas's eight ({counts}) are read as their "
+            "zone's generic kind (chronicle: agent_response, memory: memory, workspace: plan, "
+            "system: system_prompt)"), stacklevel=2)
     return loaded
 
 
@@ -217,16 +240,22 @@ def _load_pool(loaded: LoadedSuite) -> LoadedSuite:
     return loaded
 
 
-def _check_case(loaded: LoadedSuite, case: BenchmarkCase) -> None:
+def _check_case(loaded: LoadedSuite, case: BenchmarkCase) -> list[str]:
     """Every problem of a case surfaces at load: its expected block, its session
     data and (compression probes) its probe plan."""
+    out = []
     problems = expected_problems(case)
     if problems:
-        raise SuiteError(f"{loaded.files[case.case_id]}: case {case.case_id!r}: "
-                         + "; ".join(problems) + ". Fix the case's expected block.")
-    loaded.parsed(case)
-    if case.expected.mode == "llm_judge":
-        probe_plan(loaded, case)  # a plan that cannot be honoured stops the load
+        out.append(f"{loaded.files[case.case_id]}: case {case.case_id!r}: "
+                   + "; ".join(problems) + ". Fix the case's expected block.")
+    try:
+        session = loaded.parsed(case)[0]
+        loaded.generic_kinds.update(it.declared_kind for it in session.items if it.declared_kind)
+        if case.expected.mode == "llm_judge" and not problems:
+            probe_plan(loaded, case)  # a plan that cannot be honoured is a problem too
+    except SuiteError as exc:
+        out.append(str(exc))
+    return out
 
 
 def _snapshot_truth(case: BenchmarkCase, flush_turn: int) -> dict:
@@ -279,17 +308,19 @@ def _parse_session(loaded: LoadedSuite, case: BenchmarkCase) -> Parsed:
             truth = SessionTruth.model_validate(truth_raw)
         truth.check_against(session)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = list(err["loc"])
-        if len(loc) >= 2 and loc[0] in ("items", "references") and isinstance(loc[1], int):
-            pool = (case.input.context or []) if loc[0] == "items" else []
-            ident = pool[loc[1]].get("ctx_id") if loc[1] < len(pool) else None
-            loc = [f"{'input.context' if loc[0] == 'items' else 'references'}[{loc[1]}]"
-                   + (f" (ctx_id {ident!r})" if ident else "")] + loc[2:]
-        name = ".".join(str(p) for p in loc) or "input.context"
-        got = "" if err["type"] == "value_error" else f" (got {err.get('input')!r})"
-        raise SuiteError(f"{where}: field '{name}': {err['msg']}{got}. "
-                         "Fix the session data.") from None
+        found = []
+        for err in exc.errors()[:20]:  # every bad field of the case (a bad zone, a missing turn …)
+            loc = list(err["loc"])
+            if len(loc) >= 2 and loc[0] in ("items", "references") and isinstance(loc[1], int):
+                pool = (case.input.context or []) if loc[0] == "items" else []
+                ident = pool[loc[1]].get("ctx_id") if loc[1] < len(pool) and \
+                    isinstance(pool[loc[1]], dict) else None
+                loc = [f"{'input.context' if loc[0] == 'items' else 'references'}[{loc[1]}]"
+                       + (f" (ctx_id {ident!r})" if ident else "")] + loc[2:]
+            name = ".".join(str(p) for p in loc) or "input.context"
+            got = "" if err["type"] in ("value_error", "missing") else f" (got {err.get('input')!r})"
+            found.append(f"field '{name}': {err['msg']}{got}")
+        raise SuiteError(f"{where}: " + "; ".join(found) + ". Fix the session data.") from None
     except ValueError as exc:
         raise SuiteError(f"{where}: {exc}.") from None
     return session, truth, flush_turn

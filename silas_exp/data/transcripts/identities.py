@@ -44,6 +44,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from silas_exp.data.transcripts import hosts
+
 # Accounts that identify nobody: OS/service accounts and the default users of
 # cloud images, CI runners and containers.
 SYSTEM_ACCOUNTS = frozenset("""
@@ -73,7 +75,10 @@ _MODEL_AUTHOR = re.compile(r"(?:claude|gpt|codex|gemini|copilot|o\d)(?:[ \-][\w.
 PUBLIC_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "pypi.org", "pythonhosted.org",
                 "npmjs.org", "npmjs.com", "docker.io", "docker.com", "anthropic.com", "openai.com",
                 "huggingface.co", "googleapis.com", "google.com", "ssh.dev.azure.com",
-                "heroku.com", "readthedocs.io", "python.org", "ubuntu.com", "debian.org")
+                "heroku.com", "readthedocs.io", "python.org", "ubuntu.com", "debian.org",
+                # documentation sites and model providers' APIs a session talks about
+                "mozilla.org", "microsoft.com", "stackoverflow.com", "wikipedia.org",
+                "mistral.ai", "cohere.com", "example.com", "example.org")
 _KEEP_HOSTS = frozenset({"localhost", "localhost.localdomain", "host.docker.internal",
                          "gateway.docker.internal", "ip6-localhost"})
 
@@ -96,6 +101,7 @@ class Found:
     start: int
     end: int
     value: str
+    machine: bool = True  # a host named as a machine (prompt, ssh): its short name is learned too
 
 
 def is_kept(kind: str, value: str) -> bool:
@@ -122,11 +128,20 @@ def whole_word_ok(value: str) -> bool:
     return len(value) >= 3 and value.lower() not in COMMON_WORDS and not value.isdigit()
 
 
-def learned_forms(kind: str, value: str) -> list[str]:
-    """The strings to remember for a found value: a host's FQDN and its first label."""
+def learned_forms(kind: str, value: str, machine: bool = True) -> list[str]:
+    """The strings to remember for a found value: a host's FQDN, the first
+    label of a machine's name (``build-3`` of ``build-3.corp.example.net``)
+    and, under a public suffix, the registrable domain (``acme.io`` of
+    ``api.acme.io``; a URL's host gives no first label: ``api`` or ``smtp``
+    name a service, not someone; nor the domain's bare label, which code may
+    use as an identifier)."""
     forms = [value.rstrip("+")] if not value.endswith("+") else []
     if kind == "host" and "." in value:
-        forms.append(value.split(".", 1)[0])
+        if machine:
+            forms.append(value.split(".", 1)[0])
+        domain = hosts.registrable(value) if hosts.is_hostname(value) else None
+        if domain:
+            forms.append(domain)
     return [f for f in forms if f and not is_kept(kind, f)]
 
 
@@ -218,7 +233,15 @@ def _skip_pair(f: Found, text: str) -> bool:
     return f.kind == "host" and text[max(0, f.start - 4):f.start] == "git@"
 
 
-_FINDERS: tuple[Callable[[str], Iterator[Found]], ...] = (_pattern_finds, _table_users)
+def _context_hosts(text: str) -> Iterator[Found]:
+    """Hosts in URLs, connection strings, host/server/origin settings and quoted
+    host literals (:mod:`silas_exp.data.transcripts.hosts`)."""
+    for start, end, host in hosts.spans(text):
+        yield Found("host", start, end, host, machine=False)
+
+
+_FINDERS: tuple[Callable[[str], Iterator[Found]], ...] = (_pattern_finds, _table_users,
+                                                          _context_hosts)
 
 
 def find(text: str) -> list[Found]:

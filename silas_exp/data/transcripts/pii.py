@@ -18,6 +18,8 @@ and counted under its kind:
 * ``name`` -> ``<NAME>``, ``host`` -> ``<HOST>``, ``user`` -> ``<USER>``:
   person names, hostnames and usernames where their context shows them (git
   ``Author:`` and trailers, ``user.name``, shell prompts, ``ssh`` targets,
+  hosts of URLs, connection strings, ``.env``/config host, origin and mail
+  settings, quoted host literals (:mod:`silas_exp.data.transcripts.hosts`),
   ``hostname`` / ``whoami`` / ``id`` / ``who`` / ``ls -l`` / ``ps`` / ``lsof``
   output, ``USER=`` ...; the full list is in :mod:`silas_exp.data.transcripts.identities`).
 
@@ -195,7 +197,49 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 
+# Yelp's detect-secrets: its maintained detectors of token shapes (Stripe,
+# Twilio, SendGrid, npm, PyPI, GitLab, Mailchimp, Square, Discord, Telegram,
+# Azure storage keys, and those the rules above also know). Left out: its
+# entropy detectors (a commit hash, which a session must keep, is high-entropy
+# hex), its keyword detector and the credential detectors keyed on names
+# (the code-aware assignment rule above keeps ``password=self.password`` and
+# placeholders), basic auth (the URL rule), public IPs (the ``ip`` rule) and
+# private keys (it reports the header line, not the key).
+_DETECT_SECRETS = (
+    "aws.AWSKeyDetector", "azure_storage_key.AzureStorageKeyDetector",
+    "discord.DiscordBotTokenDetector", "github_token.GitHubTokenDetector",
+    "gitlab_token.GitLabTokenDetector", "jwt.JwtTokenDetector", "mailchimp.MailchimpDetector",
+    "npm.NpmDetector", "openai.OpenAIDetector", "pypi_token.PypiTokenDetector",
+    "sendgrid.SendGridDetector", "slack.SlackDetector", "square_oauth.SquareOAuthDetector",
+    "stripe.StripeDetector", "telegram_token.TelegramBotTokenDetector", "twilio.TwilioKeyDetector",
+)
+
+
+@lru_cache(maxsize=1)
+def _detectors() -> tuple[Any, ...]:
+    import importlib
+
+    out = []
+    for path in _DETECT_SECRETS:
+        module, _, name = path.rpartition(".")
+        out.append(getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)())
+    return tuple(out)
+
+
+def _maintained(text: str, counts: Counter[str]) -> str:
+    """Secrets the detect-secrets detectors find, each replaced wherever it stands."""
+    found = {value for detector in _detectors() for value in detector.analyze_string(text)
+             if value and _SECRET not in value}
+    for value in sorted(found, key=len, reverse=True):
+        n = text.count(value)
+        if n:
+            counts["secret"] += n
+            text = text.replace(value, _SECRET)
+    return text
+
+
 def _apply_rules(text: str, counts: Counter[str]) -> str:
+    text = _maintained(text, counts)
     for rule in _RULES:
 
         def sub(m: re.Match[str], rule: _Rule = rule) -> str:
@@ -243,7 +287,7 @@ class Scrubber:
         """First pass: remember the identities that ``texts`` show by context."""
         for text in texts:
             for f in identities.find(text):
-                for form in identities.learned_forms(f.kind, f.value):
+                for form in identities.learned_forms(f.kind, f.value, f.machine):
                     if identities.whole_word_ok(form):
                         self.learned.setdefault(form, f.kind)
 
@@ -252,7 +296,7 @@ class Scrubber:
         found = identities.find(text)
         learned = dict(self.learned)
         for f in found:  # what this text shows counts even if ``learn`` never saw it
-            for form in identities.learned_forms(f.kind, f.value):
+            for form in identities.learned_forms(f.kind, f.value, f.machine):
                 if identities.whole_word_ok(form):
                     learned.setdefault(form, f.kind)
         text = _replace_found(text, found, self.counts)

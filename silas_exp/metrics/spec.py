@@ -1,0 +1,77 @@
+"""A metric's declared facts (:class:`MetricSpec`) and the table of declared
+specs: the lowest layer of the metric registry, which the built-in catalog and
+the plug-in metrics declare into (``silas_exp.metrics.registry`` reads it)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Direction = Literal["higher", "lower", "none"]
+SuiteKind = Literal["replay", "probe", "mixed"]  # mixed: replay and probe cases in one suite
+MarginKind = Literal["absolute", "relative"]
+
+_KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?$")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    key: str  # canonical key, or a family pattern ending in ".*"
+    direction: Direction
+    unit: str
+    meaning: str
+    # suite kinds whose ablations gate on this metric by default
+    gate: tuple[SuiteKind, ...] = ()
+    # suite kinds whose ablation reports show it (gated metrics always are)
+    report: tuple[SuiteKind, ...] = ()
+    # non-inferiority margin: how much worse (in the worse direction) still counts
+    # as "no worse"; relative margins are a share of the control's mean
+    margin: float | None = None
+    margin_kind: MarginKind = "absolute"
+    per_case: bool = True  # has a value per case (can be paired), else run-level only
+
+    def __post_init__(self) -> None:
+        if not _KEY.match(self.key):
+            raise ValueError(f"metric key {self.key!r} must be dotted lowercase [a-z0-9_] parts")
+        if self.gate and (self.direction == "none" or self.margin is None):
+            raise ValueError(f"{self.key}: a gated metric needs a direction and a margin")
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.direction == "higher"
+
+    def margin_for(self, control_mean: float) -> float:
+        if self.margin is None:
+            return float("nan")
+        return self.margin * abs(control_mean) if self.margin_kind == "relative" else self.margin
+
+    def arrow(self) -> str:
+        return {"higher": "higher is better", "lower": "lower is better"}.get(self.direction,
+                                                                              "no direction")
+
+
+_SPECS: dict[str, MetricSpec] = {}
+
+
+def register_metric(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
+    if spec.key in _SPECS and not replace and _SPECS[spec.key] != spec:
+        raise ValueError(f"metric {spec.key!r} is already declared differently")
+    _SPECS[spec.key] = spec
+    return spec
+
+
+def declared(key: str) -> MetricSpec | None:
+    """The spec declared for ``key``: exactly, else by its family pattern (``probe.dim.*``)."""
+    if key in _SPECS:
+        return _SPECS[key]
+    parts = key.split(".")
+    for n in range(len(parts) - 1, 0, -1):
+        spec = _SPECS.get(".".join(parts[:n]) + ".*")
+        if spec is not None:
+            return spec
+    return None
+
+
+def all_specs() -> list[MetricSpec]:
+    return sorted(_SPECS.values(), key=lambda s: s.key)

@@ -1,0 +1,104 @@
+"""Offline calibration of a job: replay the suite's calibration cases under the
+control scorer, fit weights and guidance on the recorded feedback, and share
+the fit (in the process, and on disk across the workers of a sweep)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from silas_exp.config import ExperimentConfig
+from silas_exp.data.suites.loader import LoadedSuite
+from silas_exp.errors import RunError
+from silas_exp.eviction.base import STRATEGIES
+from silas_exp.feedback.calibration import Calibration, ExclusionRates, Rate, calibrate
+from silas_exp.feedback.store import FeedbackStore
+from silas_exp.records import write_json_atomic
+from silas_exp.run import disk_cache
+from silas_exp.scorers.base import SCORERS, CalibrationSpec, calibration_spec
+from silas_exp.scorers.heuristic import HeuristicSettings
+
+if TYPE_CHECKING:
+    from silas_exp.run.job import JobSpec
+    from silas_exp.run.job import _CaseRunner as CaseRunner
+
+_CALIBRATIONS: dict[str, Calibration] = {}
+
+
+def _calibration_key(cfg: ExperimentConfig, loaded: LoadedSuite, job: JobSpec,
+                     spec: CalibrationSpec) -> str:
+    """Everything the calibration result depends on, the code and the suite's
+    files included; variants A and B of one repeat share it, so a sweep
+    computes it once per repeat and process (once at all, from the disk cache)."""
+    parts = {
+        "suite": [loaded.suite.suite_id, loaded.suite.version, str(loaded.root)],
+        "base": spec.base.model_dump(), "explore": spec.explore_rate, "l2": spec.l2,
+        "model": cfg.model.model_dump(), "eviction": cfg.eviction.model_dump(),
+        "budget": cfg.budget.model_dump(), "seed": job.seed, "horizon": cfg.metrics.horizon,
+    }
+    return disk_cache.cache_key(parts, loaded.root)
+
+
+def _calibrate(cfg: ExperimentConfig, runner: CaseRunner, loaded: LoadedSuite,
+               out_dir: Path) -> Calibration | None:
+    """Offline calibration: replay the suite's calibration cases under the control
+    scorer with the same main model, then fit on the recorded feedback."""
+    spec = calibration_spec(cfg.scorer)
+    if spec is None:
+        return None
+    key = _calibration_key(cfg, loaded, runner.job, spec)
+    if key not in _CALIBRATIONS:
+        # deterministic in its key: shared on disk by parallel workers and later runs,
+        # unless a plug-in strategy or scorer (code outside the key's digest) is involved
+        shared = disk_cache.shareable(STRATEGIES.kind_of(cfg.eviction), SCORERS.kind_of(cfg.scorer))
+        if not shared:
+            _CALIBRATIONS[key] = _fit_calibration(cfg, spec, runner, loaded, out_dir)
+            return _CALIBRATIONS[key]
+        cached = disk_cache.entry_path(cfg.paths.cache, "calibration", key, ".json")
+        _CALIBRATIONS[key] = disk_cache.computed_once(  # a worker fitting it now: wait and read
+            cached,
+            lambda p: _calibration_from_json(json.loads(p.read_text())) if p.is_file() else None,
+            lambda: _fit_calibration(cfg, spec, runner, loaded, out_dir),
+            lambda p, cal: write_json_atomic(p, calibration_to_json(cal)))
+    return _CALIBRATIONS[key]
+
+
+def calibration_to_json(cal: Calibration) -> dict:
+    return {"weights": cal.weights.tolist(), "guidance": cal.guidance,
+            "n_candidates": cal.n_candidates, "rates": asdict(cal.rates)}
+
+
+def _calibration_from_json(data: dict) -> Calibration:
+    def rate_map(m: dict) -> dict[str, Rate]:
+        return {k: Rate(**v) for k, v in m.items()}
+
+    r = data["rates"]
+    rates = ExclusionRates(Rate(**r["overall"]), rate_map(r["by_zone"]), rate_map(r["by_age"]),
+                           rate_map(r["by_scope"]))
+    return Calibration(np.asarray(data["weights"]), rates, list(data["guidance"]),
+                       int(data["n_candidates"]))
+
+
+def _fit_calibration(cfg: ExperimentConfig, spec: CalibrationSpec, runner: CaseRunner,
+                     loaded: LoadedSuite, out_dir: Path) -> Calibration:
+    cases = loaded.calibration_cases
+    if not cases:
+        raise RunError(
+            f"scorer={cfg.scorer.name} needs calibration feedback but suite {loaded.suite.name!r} "
+            "has no cases tagged 'calibration'. Add some (see suites/default) or pick scorer=heuristic."
+        )
+    base = spec.base
+    store = FeedbackStore(out_dir / "calibration_feedback.sqlite", fresh=True)
+    cal_cfg = cfg.model_copy(update={"eviction": cfg.eviction.model_copy(
+        update={"explore_rate": spec.explore_rate})}) if hasattr(cfg.eviction, "explore_rate") else cfg
+    cal_runner = type(runner)(cal_cfg, runner.job, loaded, runner.llm, store)
+    control = HeuristicSettings(weights=base)
+    for case in cases:
+        cal_runner.replay_case(case, control, None)  # feedback lands in the store
+    result = calibrate(store.dataset(), base.vector(), l2=spec.l2)
+    store.close()
+    return result

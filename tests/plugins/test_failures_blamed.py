@@ -1,0 +1,60 @@
+"""A scorer that raises, returns NaN or returns 1.5 is named on the console
+(kind, source, exception or contract, file and line, first case and item,
+count) and in the sweep's ablation.md; --verbose prints the first traceback;
+fail_fast names the scorer and the case."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugins.test_declared_once import KEYWORD, silas
+from tests.plugins.test_example_plugin import fake_install
+
+SOURCE = "scorer 'keyword' (entry point of keyword-plugin 0.1)"
+
+
+@pytest.fixture
+def site(tmp_path):
+    return fake_install(tmp_path / "site", "keyword-plugin", "0.1", "silas_exp.scorers", KEYWORD)
+
+
+@pytest.mark.parametrize("broken,says", [
+    ("raise", "raised ValueError at plugins/kinds.py:"),
+    ("nan_score", "broke its contract (a finite relevance in [0, 1] for every item asked about)"),
+    ("over_one", "broke its contract (a finite relevance in [0, 1] for every item asked about)"),
+])
+def test_a_broken_scorer_is_named_on_the_console(tmp_path, site, broken, says):
+    done = silas(tmp_path, site, "scorer=keyword", f"scorer.broken={broken}", "tracking=none",
+                 "suite=smoke")
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = next(x for x in done.stdout.splitlines() if "errored:" in x)
+    assert "2 case(s) errored: " + SOURCE + " " + says in line
+    assert "first: case case-000-coding-heavy, turn " in line
+    value = {"raise": "cannot score item ", "nan_score": "scored nan", "over_one": "scored 1.5"}
+    assert value[broken] in line
+    assert "run with --verbose for the first traceback" in done.stdout
+
+
+def test_verbose_prints_the_first_traceback(tmp_path, site):
+    done = silas(tmp_path, site, "--verbose", "scorer=keyword", "scorer.broken=raise",
+                 "tracking=none", "suite=smoke")
+    assert "Traceback (most recent call last)" in done.stdout
+    assert 'raise ValueError(f"cannot score item {it.ctx_id}")' in done.stdout
+
+
+def test_fail_fast_names_the_scorer_and_the_case(tmp_path, site):
+    done = silas(tmp_path, site, "scorer=keyword", "scorer.broken=raise", "fail_fast=true",
+                 "tracking=none", "suite=smoke")
+    assert done.returncode == 1
+    assert f"run failed: {SOURCE} raised ValueError" in done.stderr
+    assert "(case case-000-coding-heavy, turn" in done.stderr
+
+
+def test_the_sweep_report_counts_errors_per_cause(tmp_path, site):
+    done = silas(tmp_path, site, "-m", "scorer=heuristic,keyword", "scorer.broken=over_one",
+                 "repeats=2", "tracking=none", "suite=smoke")
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = (tmp_path / "multirun" / "ablation.md").read_text()
+    section = report.split("## Case errors by cause")[1]
+    row = next(x for x in section.splitlines() if x.startswith("| scorer.broken=over_one,"))
+    assert "| 4 | " + SOURCE + " broke its contract" in row and "scored 1.5" in row
