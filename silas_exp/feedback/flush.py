@@ -125,8 +125,8 @@ class KeepBackBroker:
         except LLMError:
             resolved_by = "auto"  # no usable answer in time: evict all candidates
         feedback = feedback_record(proposal, resolved_by, excluded)
-        self.store.record(proposal, feedback, [candidate_state(items[c.ctx_id], turn)
-                                               for c in proposal.candidates])
+        self.store.record(proposal, feedback, candidate_states(
+            [items[c.ctx_id] for c in proposal.candidates], turn))
         return FlushOutcome(feedback, frozenset(excluded), latency)
 
 
@@ -134,6 +134,14 @@ def candidate_state(item: LiveItem, turn: int) -> CandidateState:
     """What the feedback store keeps of a candidate besides its record."""
     return CandidateState._make((item.kind, item.status, item.masked,  # no Python-level __new__
                                  item.completed(turn), item.relevance))
+
+
+def candidate_states(chosen: list[LiveItem], turn: int) -> list[CandidateState]:
+    """``candidate_state`` of each item, with ``LiveItem.completed`` inlined."""
+    make = CandidateState._make
+    return [make((i.kind, i.status, i.masked,
+                  i.completed_turn is not None and i.completed_turn <= turn, i.relevance))
+            for i in chosen]
 
 
 def feedback_record(proposal: ProposalRecord, resolved_by: str,
