@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from silas_exp.context.budget import TokenBudget
-from silas_exp.context.stats import NeedEvent, ReplayStats
+from silas_exp.context.stats import NeedEvent, ReplayStats, tuple_maker
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.schema.session import Session, SessionTruth
 
@@ -105,7 +105,7 @@ def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudge
     # the calls made per item and per need, looked up once
     add, get, from_session = window.add, window.get, LiveItem.from_session
     cap = budget.max_subscription_tokens
-    need_event = NeedEvent._make  # from a tuple: no Python-level __new__ per need
+    need_event = tuple_maker(NeedEvent)  # from a tuple: no Python-level call per need
     add_need = stats.needs.append
     for turn in range(session.turns):
         for item in by_turn.get(turn, ()):

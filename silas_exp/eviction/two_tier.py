@@ -29,7 +29,7 @@ from silas_exp.context.policy import (
     evict_to_total,
     mask_old_tool_results,
 )
-from silas_exp.context.stats import Flush, Ranking, ReplayStats
+from silas_exp.context.stats import Flush, Ranking, ReplayStats, tuple_maker
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.eviction.base import StrategySettings
 from silas_exp.schema.eviction import (
@@ -82,7 +82,7 @@ def candidate_records(chosen: list[LiveItem], scores: dict[str, float],
     """A proposal's candidates. Their scores come from the scorer, from outside
     the harness: one that is not a float in [0, 1] goes through the schema
     model, which coerces it (an int) or raises its validation error."""
-    make = CandidateRecord._make  # from a tuple: no Python-level __new__ per candidate
+    make = tuple_maker(CandidateRecord)  # from a tuple: no Python-level call per candidate
     records = tuple([make((i.ctx_id, i.zone, scores[i.ctx_id],
                            turn - i.last_ref if i.last_ref < turn else 0,  # LiveItem.age inlined
                            i._tokens)) for i in chosen])
