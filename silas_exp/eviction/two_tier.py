@@ -65,10 +65,16 @@ def eviction_units(items: list[LiveItem], scores: dict[str, float]) -> list[list
                 best[key] = score
         else:
             groups[key], best[key] = [it], score
-    # sorted as (score, first ctx_id, key) tuples, no key function called per group;
-    # first ctx_ids differ between groups, so the key itself is never compared
-    return [groups[k] for _, _, k in sorted([(best[k], units[0].ctx_id, k)
-                                             for k, units in groups.items()])]
+    values = list(best.values())
+    if not all(map(operator.eq, values, values)):  # a NaN: as (score, first ctx_id) tuples compare
+        return [groups[k] for _, _, k in sorted([(best[k], units[0].ctx_id, k)
+                                                 for k, units in groups.items()])]
+    # by (score, first ctx_id): a sort by first ctx_id, then a stable sort by score,
+    # both on plain keys (first ctx_ids differ between groups: no two keys tie)
+    first = {k: units[0].ctx_id for k, units in groups.items()}
+    order = sorted(groups, key=first.__getitem__)
+    order.sort(key=best.__getitem__)
+    return [groups[k] for k in order]
 
 
 def _plain_scores(values: list[float]) -> bool:
