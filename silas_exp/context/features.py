@@ -74,17 +74,42 @@ def _constant_rows() -> tuple[dict[ContextZone, _RowByKind], np.ndarray]:
 _CONSTANT_ROW, _CONSTANT_TABLE = _constant_rows()
 
 
+# the columns that vary per item, in the order _item_values gives them
+_VARYING = [_COLUMN[name] for name in ("log_age", "log_tokens", "is_error", "masked", "completed",
+                                       "retrieval_relevance")]
+
+
+def _item_values(items: Sequence[LiveItem], turn: int) -> tuple[list[int], list]:
+    """The constant-table row of each item, and its varying values flat, six per
+    item, before feature_rows's two column-wise steps (tokens scaled, relevance
+    centred): one pass over the items, LiveItem.age and .completed inlined and
+    its tokens read without the property's call."""
+    rows: list[int] = []
+    values: list = []
+    row, extend, log1p, constant = rows.append, values.extend, math.log1p, _CONSTANT_ROW
+    for it in items:
+        last_ref, done, r = it.last_ref, it.completed_turn, it.relevance
+        row(constant[it.zone][it.kind])
+        extend((log1p(turn - last_ref if last_ref < turn else 0), log1p(it._tokens),
+                it.status == "error", it.masked, done is not None and done <= turn,
+                0.5 if r is None else r))
+    return rows, values
+
+
+def _matrix(rows: list[int], values: list) -> np.ndarray:
+    x = _CONSTANT_TABLE[rows]
+    x[:, _VARYING] = np.array(values, dtype=float).reshape(len(rows), len(_VARYING))
+    x[:, _COLUMN["log_tokens"]] /= _LOG_1000
+    x[:, _COLUMN["retrieval_relevance"]] -= 0.5
+    return x
+
+
 def feature_matrix(items: Sequence[LiveItem], turn: int) -> np.ndarray:
-    """One row per item in FEATURES order (what a scorer sees of it at ``turn``)."""
+    """One row per item in FEATURES order (what a scorer sees of it at ``turn``);
+    the same rows as ``feature_rows`` makes of the items' columns."""
     if not items:
         return np.zeros((0, len(FEATURES)))
-    # LiveItem.age and .completed inlined, and its tokens read without the
-    # property's call: once per item per call
-    return feature_rows(*zip(*[
-        (it.zone, it.kind, turn - it.last_ref if it.last_ref < turn else 0, it._tokens, it.status,
-         it.masked, it.completed_turn is not None and it.completed_turn <= turn, it.relevance)
-        for it in items
-    ], strict=True))
+    return _matrix(*_item_values(items, turn))
 
 
 def feature_rows(zones: Sequence[ContextZone], kinds: Sequence[str], ages: Sequence[int],

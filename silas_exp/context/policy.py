@@ -19,7 +19,7 @@ def mask_old_tool_results(window: Window, turn: int, budget: TokenBudget) -> int
     """Replace tool results unused for more than N turns by a short placeholder."""
     saved = 0
     after = budget.observation_mask_after_turns  # >= 0, so age > after is turn - last_ref > after
-    for it in window.of_kind("tool_result"):
+    for it in window.kind_view("tool_result"):
         if not it.masked and turn - it.last_ref > after:
             before = it.tokens
             it.mask()
@@ -30,7 +30,7 @@ def mask_old_tool_results(window: Window, turn: int, budget: TokenBudget) -> int
 def drop_trivial_acks(window: Window, turn: int, budget: TokenBudget) -> list[str]:
     """Evict acknowledgements under ``trivial_ack_tokens`` once their turn is over."""
     dropped = [
-        it.ctx_id for it in window.of_kind("ack")
+        it.ctx_id for it in window.kind_view("ack")
         if it.evictable and it.tokens < budget.trivial_ack_tokens and it.born < turn
     ]
     for ctx_id in dropped:
@@ -41,7 +41,7 @@ def drop_trivial_acks(window: Window, turn: int, budget: TokenBudget) -> list[st
 def deactivate_stale_subscriptions(window: Window, turn: int, budget: TokenBudget) -> int:
     """A subscription untouched for ``subscription_ttl_turns`` stops costing tokens."""
     count = 0
-    for it in window.of_kind("subscription"):
+    for it in window.kind_view("subscription"):
         if not it.active:
             continue
         # the latest of its birth, last reference and refreshes up to now

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from silas_exp.context.budget import TokenBudget
-from silas_exp.context.stats import NeedEvent, ReplayStats
+from silas_exp.context.stats import NeedEvent, ReplayStats, tuple_maker
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.schema.session import Session, SessionTruth
 
@@ -39,13 +39,19 @@ class NeedOracle:
                 turns.append(t)
                 self._grades[ctx_id].append(grade)
 
+    # the last (turn, horizon) asked of max_grade_within and its needed_within
+    _within_turn = _within_horizon = None
+    _within: dict[str, int] = {}
+
     def max_grade_within(self, ctx_id: str, turn: int, horizon: int) -> int:
-        """Highest grade of any need of ``ctx_id`` in turns (turn, turn + horizon]."""
-        turns = self._turns.get(ctx_id)
-        if turns is None:
-            return 0
-        lo, hi = bisect_right(turns, turn), bisect_right(turns, turn + horizon)
-        return max(self._grades[ctx_id][lo:hi], default=0)
+        """Highest grade of any need of ``ctx_id`` in turns (turn, turn + horizon].
+        Callers ask about many items at one turn (a proposal's candidates, a
+        ranking), so the answer comes from ``needed_within`` of that turn, kept
+        until another (turn, horizon) is asked."""
+        if turn != self._within_turn or horizon != self._within_horizon:
+            self._within = self.needed_within(turn, horizon)
+            self._within_turn, self._within_horizon = turn, horizon
+        return self._within.get(ctx_id, 0)
 
     def needed_within(self, turn: int, horizon: int) -> dict[str, int]:
         """Every item needed in turns (turn, turn + horizon], with its highest
@@ -99,7 +105,7 @@ def replay(session: Session, truth: SessionTruth, step: Step, budget: TokenBudge
     # the calls made per item and per need, looked up once
     add, get, from_session = window.add, window.get, LiveItem.from_session
     cap = budget.max_subscription_tokens
-    need_event = NeedEvent._make  # from a tuple: no Python-level __new__ per need
+    need_event = tuple_maker(NeedEvent)  # from a tuple: no Python-level call per need
     add_need = stats.needs.append
     for turn in range(session.turns):
         for item in by_turn.get(turn, ()):

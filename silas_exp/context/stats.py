@@ -4,7 +4,15 @@ these afterwards (silas_exp.metrics), never inside the replay loop."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
+
+
+def tuple_maker(cls: type) -> partial:
+    """A maker of ``cls`` (a named tuple) from a tuple of its fields: what
+    ``cls._make`` does, without its Python frame and length check per call
+    (the callers build the tuple with every field themselves)."""
+    return partial(tuple.__new__, cls)
 
 
 class NeedEvent(NamedTuple):

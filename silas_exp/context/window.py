@@ -175,6 +175,13 @@ class Window:
         group = self._by_kind.get(kind)
         return list(group.values()) if group else []
 
+    def kind_view(self, kind: str):
+        """The items of one kind, in window order, as a live view of the window's
+        group, not a copy: for a loop that neither adds nor evicts while it runs
+        (changing an item's tokens is fine)."""
+        group = self._by_kind.get(kind)
+        return group.values() if group else ()
+
     def _resized(self, item: LiveItem, delta: int) -> None:
         self._total += delta
         self._zone_tokens[item.zone] += delta

@@ -29,7 +29,7 @@ from silas_exp.context.policy import (
     evict_to_total,
     mask_old_tool_results,
 )
-from silas_exp.context.stats import Flush, Ranking, ReplayStats
+from silas_exp.context.stats import Flush, Ranking, ReplayStats, tuple_maker
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.eviction.base import StrategySettings
 from silas_exp.schema.eviction import (
@@ -65,10 +65,16 @@ def eviction_units(items: list[LiveItem], scores: dict[str, float]) -> list[list
                 best[key] = score
         else:
             groups[key], best[key] = [it], score
-    # sorted as (score, first ctx_id, key) tuples, no key function called per group;
-    # first ctx_ids differ between groups, so the key itself is never compared
-    return [groups[k] for _, _, k in sorted([(best[k], units[0].ctx_id, k)
-                                             for k, units in groups.items()])]
+    values = list(best.values())
+    if not all(map(operator.eq, values, values)):  # a NaN: as (score, first ctx_id) tuples compare
+        return [groups[k] for _, _, k in sorted([(best[k], units[0].ctx_id, k)
+                                                 for k, units in groups.items()])]
+    # by (score, first ctx_id): a sort by first ctx_id, then a stable sort by score,
+    # both on plain keys (first ctx_ids differ between groups: no two keys tie)
+    first = {k: units[0].ctx_id for k, units in groups.items()}
+    order = sorted(groups, key=first.__getitem__)
+    order.sort(key=best.__getitem__)
+    return [groups[k] for k in order]
 
 
 def _plain_scores(values: list[float]) -> bool:
@@ -82,7 +88,7 @@ def candidate_records(chosen: list[LiveItem], scores: dict[str, float],
     """A proposal's candidates. Their scores come from the scorer, from outside
     the harness: one that is not a float in [0, 1] goes through the schema
     model, which coerces it (an int) or raises its validation error."""
-    make = CandidateRecord._make  # from a tuple: no Python-level __new__ per candidate
+    make = tuple_maker(CandidateRecord)  # from a tuple: no Python-level call per candidate
     records = tuple([make((i.ctx_id, i.zone, scores[i.ctx_id],
                            turn - i.last_ref if i.last_ref < turn else 0,  # LiveItem.age inlined
                            i._tokens)) for i in chosen])

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from silas_exp.context.stats import tuple_maker
 from silas_exp.context.window import LiveItem, one_line
 from silas_exp.errors import LLMError
 from silas_exp.feedback.store import CandidateState, DiscardingStore, FeedbackStore
@@ -95,19 +96,22 @@ class KeepBackBroker:
 
     def resolve(self, proposal: ProposalRecord, items: Mapping[str, LiveItem], turn: int,
                 goal: str = "") -> FlushOutcome:
-        lines = [
-            f"{c.ctx_id} | score={c.relevance_score:.2f} | {one_line(items[c.ctx_id].snippet)}"
-            for c in proposal.candidates
-        ]
+        # one pass over the candidates: the prompt's lines, the items, the ground truth
+        lines: list[str] = []
+        chosen: list[LiveItem] = []
+        needed: dict[str, int] = {}
+        need_within, horizon = self._need_within, self.s.horizon
+        for c in proposal.candidates:
+            cid = c.ctx_id
+            item = items[cid]
+            lines.append(f"{cid} | score={c.relevance_score:.2f} | {one_line(item.snippet)}")
+            chosen.append(item)
+            needed[cid] = need_within(cid, turn, horizon)
         request = LLMRequest(
             task="keepback", model=self.s.model_id, system=SYSTEM, cache_system=True,
             messages=(Message("user", f"Current goal: {goal or '-'}\nCandidates:\n" + "\n".join(lines)),),
             max_tokens=1024, temperature=0.0, output_schema=KEEPBACK_SCHEMA,
-            sim={
-                "needed": {c.ctx_id: self._need_within(c.ctx_id, turn, self.s.horizon)
-                           for c in proposal.candidates},
-                "recall": self.s.recall, "false_keep": self.s.false_keep,
-            },
+            sim={"needed": needed, "recall": self.s.recall, "false_keep": self.s.false_keep},
             deadline_s=self.s.timeout_ms / 1000.0,  # eviction_feedback_timeout_ms
         )
         excluded: dict[str, str | None] = {}
@@ -120,13 +124,12 @@ class KeepBackBroker:
             if latency <= self.s.timeout_ms:
                 resolved_by = "llm"
                 reasons = {r["ctx_id"]: r["reason"] for r in response.data.get("reasons", [])}
-                known = {c.ctx_id for c in proposal.candidates}
-                excluded = {cid: reasons.get(cid) for cid in response.data["exclude_ctx_ids"] if cid in known}
+                excluded = {cid: reasons.get(cid) for cid in response.data["exclude_ctx_ids"]
+                            if cid in needed}  # a candidate of this proposal
         except LLMError:
             resolved_by = "auto"  # no usable answer in time: evict all candidates
         feedback = feedback_record(proposal, resolved_by, excluded)
-        self.store.record(proposal, feedback, [candidate_state(items[c.ctx_id], turn)
-                                               for c in proposal.candidates])
+        self.store.record(proposal, feedback, candidate_states(chosen, turn))
         return FlushOutcome(feedback, frozenset(excluded), latency)
 
 
@@ -136,11 +139,24 @@ def candidate_state(item: LiveItem, turn: int) -> CandidateState:
                                  item.completed(turn), item.relevance))
 
 
+def candidate_states(chosen: list[LiveItem], turn: int) -> list[CandidateState]:
+    """``candidate_state`` of each item, with ``LiveItem.completed`` inlined."""
+    make = tuple_maker(CandidateState)
+    return [make((i.kind, i.status, i.masked,
+                  i.completed_turn is not None and i.completed_turn <= turn, i.relevance))
+            for i in chosen]
+
+
 def feedback_record(proposal: ProposalRecord, resolved_by: str,
                     excluded: Mapping[str, str | None]) -> FeedbackRecord:
     """How a proposal was resolved. The reasons come from the main model, from
     outside the harness: one that is not text goes through the schema model,
     which coerces it or raises its validation error."""
+    if not excluded:  # most proposals: nothing kept back
+        return FeedbackRecord(
+            proposal.proposal_id, proposal.scope_id, datetime.now(UTC), resolved_by,  # type: ignore[arg-type]
+            tuple([c.ctx_id for c in proposal.candidates]), (),
+        )
     scores = {c.ctx_id: c.relevance_score for c in proposal.candidates}
     if all(why is None or type(why) is str for why in excluded.values()):
         exclusions = tuple(ExclusionRecord(cid, scores[cid], why) for cid, why in excluded.items())
@@ -150,7 +166,7 @@ def feedback_record(proposal: ProposalRecord, resolved_by: str,
             for cid, why in excluded.items())
     return FeedbackRecord(
         proposal.proposal_id, proposal.scope_id, datetime.now(UTC), resolved_by,  # type: ignore[arg-type]
-        tuple(c.ctx_id for c in proposal.candidates if c.ctx_id not in excluded), exclusions,
+        tuple([c.ctx_id for c in proposal.candidates if c.ctx_id not in excluded]), exclusions,
     )
 
 

@@ -141,11 +141,19 @@ class FeedbackStore:
                              "exclude_reason": e.exclude_reason} for e in feedback.excluded]),
             ))
             pid = proposal.proposal_id
+            records = proposal.candidates
+            if records and not isinstance(records[0], tuple):  # schema models (EvictionProposal)
+                records = [(c.ctx_id, c.zone, c.relevance_score, c.age_turns, c.token_count)
+                           for c in records]
+            # records and states unpacked as tuples (field order: CandidateRecord's and
+            # CandidateState's); flags bound as exact ints: sqlite3 binds an exact int,
+            # float or str directly, anything else (a bool, None) through its adapter
+            # look-up (~0.3 us a value)
             candidates += [
-                (pid, rank, c.ctx_id, ZONE_TEXT[c.zone], o.kind, c.relevance_score, c.age_turns,
-                 c.token_count, o.status, int(o.masked), int(o.completed), o.relevance,
-                 int(c.ctx_id in excluded))
-                for rank, (c, o) in enumerate(zip(proposal.candidates, observed, strict=True))
+                (pid, rank, cid, ZONE_TEXT[zone], kind, score, age, tokens, status,
+                 1 if masked else 0, 1 if completed else 0, relevance, 1 if cid in excluded else 0)
+                for rank, ((cid, zone, score, age, tokens), (kind, status, masked, completed, relevance))
+                in enumerate(zip(records, observed, strict=True))
             ]
         with self._db:  # one transaction per batch
             self._db.executemany("INSERT INTO eviction_feedback VALUES (?,?,?,?,?,?,?,?)", proposals)

@@ -40,6 +40,23 @@ def _tokens(text: str) -> int:
     return math.ceil(len(text) / 3.5)
 
 
+_SCHEMA_CHARS: dict[int, tuple[object, int]] = {}
+
+
+def _schema_chars(schema) -> int:
+    """len(json.dumps(schema)), kept per schema object: a task sends the same
+    module-level schema on every call (one changed in place after its first
+    call would keep its first length)."""
+    held = _SCHEMA_CHARS.get(id(schema))
+    if held is not None and held[0] is schema:
+        return held[1]
+    chars = len(json.dumps(schema))
+    if len(_SCHEMA_CHARS) >= 64:
+        _SCHEMA_CHARS.clear()
+    _SCHEMA_CHARS[id(schema)] = (schema, chars)  # the object held: its id is not reused
+    return chars
+
+
 class SimulatedBackend:
     name = "simulated"
 
@@ -53,10 +70,11 @@ class SimulatedBackend:
     def answer(self, request: LLMRequest, namespace: str) -> LLMResponse:
         data = responder_for(request.task)(request, self.rng_for(request, namespace))
         text = json.dumps(data, sort_keys=True)
-        prompt = (request.system or "") + "".join(m.content for m in request.messages)
-        if request.output_schema is not None:  # a real call sends the schema as a tool
-            prompt += json.dumps(request.output_schema)
-        usage = Usage(input_tokens=_tokens(prompt), output_tokens=_tokens(text))
+        # the prompt's length, as the text a real call sends (system, messages, the schema as a tool)
+        chars = len(request.system or "") + sum(len(m.content) for m in request.messages)
+        if request.output_schema is not None:
+            chars += _schema_chars(request.output_schema)
+        usage = Usage(input_tokens=math.ceil(chars / 3.5), output_tokens=_tokens(text))
         return LLMResponse(text=text, data=data, usage=usage, model=request.model,
                            backend=self.name, latency_ms=self.latency_ms)
 

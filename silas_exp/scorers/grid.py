@@ -38,6 +38,8 @@ def on_grid(scores: Mapping[str, float]) -> dict[str, float]:
     except (TypeError, ValueError):
         return dict(scores)
     snapped = np.rint(x * _SCALE) / _SCALE
+    if set(map(type, values)) == {float}:  # every score a plain float: all snapped
+        return dict(zip(scores, snapped.tolist(), strict=True))
     # a value that is not a float stays as it was (an int score stays an int for the schema)
     return {cid: (s if isinstance(v, float) else v)
             for cid, v, s in zip(scores, values, snapped.tolist(), strict=True)}
