@@ -48,9 +48,11 @@ def test_a_pool_case_is_the_same_wherever_it_is_made_and_it_loads(tmp_path):
     assert case.case_id == case_id and case.expected.metric_thresholds
 
 
-def test_sequential_sweep_stops_variants_after_blocks(cli, tmp_path):
+@pytest.mark.parametrize("launcher", [[], ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]],
+                         ids=["forked", "joblib"])
+def test_sequential_sweep_stops_variants_after_blocks(cli, tmp_path, launcher):
     res = cli("-m", "scorer=weights,online", "cases_per_block=6", "suite.max_cases=18",
-              "repeats=1", "tracking=none")
+              "repeats=1", "tracking=none", *launcher)
     assert res.returncode == 0, res.stderr[-3000:]
     state = json.loads((tmp_path / "multirun" / "adaptive.json").read_text())
     assert state["unit"] == "block" and state["pool_cases"] == 18 and state["looks"] == [1, 2, 3]

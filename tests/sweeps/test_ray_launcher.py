@@ -6,6 +6,7 @@ environment with the extra installed (hydra-ray-launcher pins cloudpickle<3).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -41,3 +42,18 @@ def test_ray_sweep_logs_every_job(tmp_path, background):
         assert "context.retrieval_relevance" in r.data.metrics and 0 < len(r.data.params) <= 40
     # jobs ran in Ray worker processes, not in the launching process
     assert "(_run_job pid=" in proc.stdout + proc.stderr
+
+
+def test_ray_runs_a_sequential_study_block_by_block(tmp_path):
+    """Sequential over cases: each block is a round the Ray launcher runs."""
+    cmd = [sys.executable, "-m", "silas_exp", "-m", "scorer=heuristic,weights", "repeats=1",
+           "cases_per_block=4", "suite.max_cases=8", "hydra/launcher=ray",
+           "+hydra.launcher.ray.init.num_cpus=2", "tracking=none", f"paths.root={tmp_path}",
+           f"paths.suites={REPO / 'suites'}", f"hydra.sweep.dir={tmp_path / 'ms'}"]
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "RAY_DEDUP_LOGS": "0"}
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    state = json.loads((tmp_path / "ms" / "adaptive.json").read_text())
+    assert state["unit"] == "block" and state["pool_cases"] == 8
+    blocks = {json.loads(p.read_text())["block"] for p in (tmp_path / "ms").glob("*/result.json")}
+    assert 0 in blocks and "scorer=weights" in state["closed"]
