@@ -19,11 +19,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from silas_exp.analysis.ablation import AblationResult, ablation
+from silas_exp.analysis.ablation import AblationResult, ablation, suite_kind
 from silas_exp.analysis.data import load_sweep_dir
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
-from silas_exp.metrics.registry import spec
+from silas_exp.metrics.registry import gated_for, spec
 from silas_exp.stats import MetricCall, Oriented, Outcome
 from silas_exp.stats.sequential import (
     chances_at_max,
@@ -126,8 +126,9 @@ def review(sweep_dir: Path, settings: AnalysisSettings, state: AdaptiveState, ro
     """Close the variants decided after ``round_`` rounds (1-based); write the state."""
     data = load_sweep_dir(sweep_dir, suite_dir)
     looked = settings.model_copy(update={"confidence": state.confidence})
-    try:
-        result = ablation(data, looked)
+    try:  # a look needs the gated metrics only: the verdicts and futility read nothing else
+        result = ablation(data, looked, metrics=list(settings.gate) if settings.gate
+                          else gated_for(suite_kind(data)))
     except AnalysisError:
         return state  # e.g. nothing finished yet: look again after the next round
     close_decided(result, data, state, round_)
