@@ -77,19 +77,28 @@ class AdaptiveState:
         return cls(**json.loads(path.read_text())) if path.is_file() else None
 
 
+def _undecided(r: AblationResult, variant: str):
+    """The variant's undecided gated comparisons, each with its difference
+    oriented so that positive is better."""
+    for c in r.comparisons:
+        if c.variant == variant and c.metric in r.gated and c.call is MetricCall.UNDECIDED:
+            yield c, Oriented.of(c.delta, c.ci_low, c.ci_high, spec(c.metric).direction)
+
+
+def _needed(c) -> str:
+    return f"{c.metric} (≈ {c.n_needed or '?'} cases)"
+
+
 def _futile(r: AblationResult, data, variant: str, repeats_max: int) -> str | None:
     """Why more repeats of the same cases cannot decide ``variant``, or None."""
     chances, names = [], []
-    for c in r.comparisons:
-        if c.variant != variant or c.metric not in r.gated or c.call is not MetricCall.UNDECIDED:
-            continue
+    for c, d in _undecided(r, variant):
         if c.n_cases < r.min_cases:
             return f"only {c.n_cases} cases; repeats cannot add cases"
-        d = Oriented.of(c.delta, c.ci_low, c.ci_high, spec(c.metric).direction)
         _, m = data.matrix(variant, r.control, c.metric)
         chances.append(chances_at_max(m, d.estimate, d.low, d.high, c.margin, repeats_max,
                                       r.confidence, c.n_cases))
-        names.append(f"{c.metric} (≈ {c.n_needed or '?'} cases)")
+        names.append(_needed(c))
     if futile(chances):
         return (f"under 10% chance that {repeats_max} repeats decide; more cases would: "
                 + ", ".join(names))
@@ -103,18 +112,15 @@ def _futile_cases(r: AblationResult, variant: str, pool_cases: int) -> str | Non
     unlucky first blocks do not end a study that the pool could still
     decide), with the interval shrinking as 1/sqrt(cases)."""
     chances, names = [], []
-    for c in r.comparisons:
-        if c.variant != variant or c.metric not in r.gated or c.call is not MetricCall.UNDECIDED:
-            continue
+    for c, d in _undecided(r, variant):
         if c.n_cases >= pool_cases:
             return f"the pool's {pool_cases} cases are used up"
-        d = Oriented.of(c.delta, c.ci_low, c.ci_high, spec(c.metric).direction)
         h_max = (d.high - d.low) / 2 * (max(c.n_cases, 1) / pool_cases) ** 0.5
         # the final estimate's predictive variance is the conditional one x N/n
         chances.append(decide_chances(d.estimate, d.low, d.high, c.margin, h_max,
                                       look_z(r.confidence, pool_cases),
                                       spread=(pool_cases / max(c.n_cases, 1)) ** 0.5))
-        names.append(f"{c.metric} (≈ {c.n_needed or '?'} cases)")
+        names.append(_needed(c))
     if futile(chances):
         return (f"under 10% chance that the pool's {pool_cases} cases decide; it would take: "
                 + ", ".join(names))
