@@ -87,7 +87,6 @@ def trial(runs: dict, pair: tuple[int, int], k: float, order: list[str], block: 
     """One sequential study: (outcome, cases used)."""
     blocks = n_blocks(len(order), block)
     state = AdaptiveState.plan_blocks(settings, blocks, block, len(order), 0)
-    looked = settings.model_copy(update={"confidence": state.confidence})
     gated = gated_for("replay")
     for b in range(1, blocks + 1):
         if b not in state.looks:
@@ -101,6 +100,7 @@ def trial(runs: dict, pair: tuple[int, int], k: float, order: list[str], block: 
                 jobs.append(JobData(variant, r, {}, cases,
                                     status={c: s for c, s in status.items() if c in use}))
         data = SweepData("bench", "", jobs)
+        looked = settings.model_copy(update={"confidence": state.confidence_at(b)})
         result = ablation(data, looked, metrics=gated)
         close_decided(result, data, state, b)
         if VARIANT in state.closed:

@@ -370,7 +370,8 @@ class SilasSweeper(BasicSweeper):
 
         log.info(f"Sequential over cases: {len(pool)} cases in {blocks} blocks of {size} "
                  f"(order fixed by seed={seed}), {repeats} repeat(s) each; verdicts looked at "
-                 f"after blocks {state.looks}")
+                 f"after blocks {state.looks} at two-sided confidence "
+                 + ", ".join(f"{c:.2%}" for c in state.confidences or [state.confidence]))
         return self._rounds(settings, sweep_dir, variants, state, jobs, make_cases,
                             "Sequential over cases")
 

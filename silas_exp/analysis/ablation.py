@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -179,6 +180,7 @@ def _quiet():
 
 def _compare(data: SweepData, variant: str, control: str, metric: str, s: AnalysisSettings,
              margin: float, mde: float | None, use_sprt: bool) -> Comparison | None:
+    """One variant's paired comparison on one metric, at ``s.confidence``."""
     cases, m = data.matrix(variant, control, metric)
     m = m[~np.all(np.isnan(m), axis=1)] if len(cases) else m
     if m.size == 0 or np.all(np.isnan(m)):
@@ -251,8 +253,13 @@ def _sensitivity(data: SweepData, metrics: list[str], margins: dict[str, float],
 
 def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
              metrics: list[str] | None = None, use_sprt: bool = False,
-             mde: float | None = None) -> AblationResult:
+             mde: float | None = None,
+             confidence_of: Mapping[str, float] | None = None) -> AblationResult:
+    """The verdicts of every variant against the control. ``confidence_of``
+    reads a variant's intervals at a confidence of its own (the look of a
+    sequential study it stopped at) instead of ``settings.confidence``."""
     s = settings or AnalysisSettings()
+    own = {v: s.model_copy(update={"confidence": c}) for v, c in (confidence_of or {}).items()}
     control, reason = pick_control(data, s)
     variants = [v for v in data.variants() if v != control]
     if not variants:
@@ -273,7 +280,8 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
         result.control_summary[metric] = (cmean, csd)
         margins[metric] = s.margins.get(metric, mspec.margin_for(cmean))
         rows = [c for v in variants
-                if (c := _compare(data, v, control, metric, s, margins[metric], mde, use_sprt))]
+                if (c := _compare(data, v, control, metric, own.get(v, s), margins[metric], mde,
+                                  use_sprt))]
         if metric in gated and not rows:
             result.notes.append(f"{metric} has no value on any shared case of this suite; it "
                                 "cannot gate here")
@@ -283,7 +291,7 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
             r.p_adjusted = float(p)
             if mspec.direction != "none":
                 r.verdict = verdict(r.ci_low, r.ci_high, r.p_adjusted, mspec.higher_is_better,
-                                    1 - s.confidence)
+                                    1 - own.get(r.variant, s).confidence)
             if metric in gated and metric != ERROR_METRIC:
                 d = Oriented.of(r.delta, r.ci_low, r.ci_high, mspec.direction)
                 r.call = metric_call(d, r.margin) if r.n_cases >= s.min_cases \

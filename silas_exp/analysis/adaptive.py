@@ -4,9 +4,10 @@ decided and stop running them. A round adds one repeat of every case
 repeats (sequential over cases, unit "block", the default for a suite larger
 than ``cases_per_block``).
 
-The sweeper runs repeat r of every open variant and of the control, then
-calls :func:`review`. A variant closes when, at the per-look confidence of a
-Bonferroni alpha-spending plan (silas_exp.stats.sequential), its verdict is
+The sweeper runs round r of every open variant and of the control, then
+calls :func:`review`. A variant closes when, at the look's confidence of the
+study's alpha-spending plan (silas_exp.stats.sequential: group-sequential
+boundaries over blocks of new cases, Bonferroni over repeats), its verdict is
 ship or do not ship; when even ``repeats_max`` repeats could not decide
 (futility: inconclusive, with the cases that would); or at ``repeats_max``.
 The state is ``adaptive.json`` in the sweep folder, so the end-of-sweep
@@ -32,6 +33,7 @@ from silas_exp.stats.sequential import (
     look_confidence,
     look_rounds,
     look_z,
+    spending_confidences,
 )
 
 ADAPTIVE_FILE = "adaptive.json"
@@ -42,13 +44,14 @@ class AdaptiveState:
     repeats_min: int
     repeats_max: int
     looks: list[int]  # the rounds after which verdicts are looked at
-    confidence: float  # two-sided confidence of each look
+    confidence: float  # two-sided confidence of each look (the last look's, if they differ)
     control: str | None = None
     closed: dict[str, dict] = field(default_factory=dict)  # variant -> round, outcome, why
     unit: str = "repeat"  # what a round adds: "repeat" (same cases) or "block" (new cases)
     cases_per_block: int | None = None  # unit "block": cases a round adds
     pool_cases: int | None = None  # unit "block": cases in the pool (the most a study can use)
     seed: int | None = None  # unit "block": the seed that fixed the order of the cases
+    confidences: list[float] | None = None  # unit "block": each look's, by its boundary
 
     @classmethod
     def plan(cls, settings: AnalysisSettings, repeats_min: int, repeats_max: int) -> AdaptiveState:
@@ -59,12 +62,30 @@ class AdaptiveState:
     @classmethod
     def plan_blocks(cls, settings: AnalysisSettings, blocks: int, cases_per_block: int,
                     pool_cases: int, seed: int) -> AdaptiveState:
-        """Looks after blocks 1, 2, 4, … and the last: few looks keep alpha spending cheap."""
-        state = cls.plan(settings, 1, blocks) if blocks > 1 else cls(
-            1, 1, [1], look_confidence(settings.confidence, 1))
-        state.unit, state.cases_per_block, state.pool_cases, state.seed = (
-            "block", cases_per_block, pool_cases, seed)
-        return state
+        """Looks after blocks 1, 2, 4, … and the last, each at the confidence
+        of its group-sequential boundary (information fraction = cases so far
+        over the pool's)."""
+        looks = look_rounds(1, blocks) if blocks > 1 else [1]
+        cases = [min(b * cases_per_block, pool_cases) for b in looks]
+        confidences = spending_confidences(settings.confidence, tuple(
+            n / pool_cases for n in cases)) if len(looks) > 1 else [settings.confidence]
+        return cls(1, blocks, looks, confidences[-1], unit="block",
+                   cases_per_block=cases_per_block, pool_cases=pool_cases, seed=seed,
+                   confidences=confidences)
+
+    def confidence_at(self, round_: int) -> float:
+        """The two-sided confidence of the look after ``round_`` (or of the
+        first look after it)."""
+        if not self.confidences:
+            return self.confidence
+        for look, conf in zip(self.looks, self.confidences, strict=True):
+            if round_ <= look:
+                return conf
+        return self.confidences[-1]
+
+    def closed_confidences(self) -> dict[str, float]:
+        """Each closed variant's look confidence: the one its verdict was read at."""
+        return {v: self.confidence_at(c["round"]) for v, c in self.closed.items()}
 
     def write(self, folder: Path) -> None:
         tmp = folder / (ADAPTIVE_FILE + ".tmp")
@@ -105,7 +126,8 @@ def _futile(r: AblationResult, data, variant: str, repeats_max: int) -> str | No
     return None
 
 
-def _futile_cases(r: AblationResult, variant: str, pool_cases: int) -> str | None:
+def _futile_cases(r: AblationResult, variant: str, pool_cases: int,
+                  final_confidence: float) -> str | None:
     """Why the rest of the pool cannot decide ``variant``, or None: the
     predictive power of the whole pool (Spiegelhalter's: conditional power
     averaged over where the truth may lie given the cases so far, so an
@@ -115,11 +137,12 @@ def _futile_cases(r: AblationResult, variant: str, pool_cases: int) -> str | Non
     for c, d in _undecided(r, variant):
         if c.n_cases >= pool_cases:
             return f"the pool's {pool_cases} cases are used up"
-        h_max = (d.high - d.low) / 2 * (max(c.n_cases, 1) / pool_cases) ** 0.5
+        z_now, z_end = look_z(r.confidence, c.n_cases), look_z(final_confidence, pool_cases)
+        h_max = (d.high - d.low) / 2 * (max(c.n_cases, 1) / pool_cases) ** 0.5 * z_end / z_now
         # the final estimate's predictive variance is the conditional one x N/n
-        chances.append(decide_chances(d.estimate, d.low, d.high, c.margin, h_max,
-                                      look_z(r.confidence, pool_cases),
-                                      spread=(pool_cases / max(c.n_cases, 1)) ** 0.5))
+        chances.append(decide_chances(d.estimate, d.low, d.high, c.margin, h_max, z_end,
+                                      spread=(pool_cases / max(c.n_cases, 1)) ** 0.5,
+                                      z_now=z_now))
         names.append(_needed(c))
     if futile(chances):
         return (f"under 10% chance that the pool's {pool_cases} cases decide; it would take: "
@@ -131,7 +154,7 @@ def review(sweep_dir: Path, settings: AnalysisSettings, state: AdaptiveState, ro
            suite_dir: Path | None = None) -> AdaptiveState:
     """Close the variants decided after ``round_`` rounds (1-based); write the state."""
     data = load_sweep_dir(sweep_dir, suite_dir)
-    looked = settings.model_copy(update={"confidence": state.confidence})
+    looked = settings.model_copy(update={"confidence": state.confidence_at(round_)})
     try:  # a look needs the gated metrics only: the verdicts and futility read nothing else
         result = ablation(data, looked, metrics=list(settings.gate) if settings.gate
                           else gated_for(suite_kind(data)))
@@ -156,7 +179,7 @@ def close_decided(result: AblationResult, data, state: AdaptiveState, round_: in
             why = (f"repeats_max={state.repeats_max} reached: " if state.unit == "repeat" else
                    f"the pool's {state.pool_cases} cases are used up: ") + "; ".join(vv.reasons)
         elif state.unit == "block":
-            why = _futile_cases(result, variant, state.pool_cases or 0)
+            why = _futile_cases(result, variant, state.pool_cases or 0, state.confidence)
         else:
             why = _futile(result, data, variant, state.repeats_max)
         if why:
@@ -167,13 +190,19 @@ def adaptive_notes(state: AdaptiveState) -> list[str]:
     """Report lines: the plan and where each variant stopped."""
     if state.unit == "block":
         size = state.cases_per_block or 0
+        if state.confidences:
+            plan = ("group-sequential alpha spending, Kim–DeMets power rho=2: two-sided "
+                    "confidence " + ", ".join(f"{c:.2%}" for c in state.confidences)
+                    + " at those looks")
+        else:  # a study planned before looks had their own boundaries
+            plan = (f"Bonferroni alpha spending over {len(state.looks)} looks: each at "
+                    f"{state.confidence:.2%} two-sided confidence")
         notes = [f"sequential over cases: blocks of {size} cases drawn from a pool of "
                  f"{state.pool_cases} in the order seed={state.seed} fixes; verdicts looked at "
-                 f"after blocks {', '.join(map(str, state.looks))} (Bonferroni alpha spending "
-                 f"over {len(state.looks)} looks: each at {state.confidence:.2%} two-sided "
-                 "confidence)"]
+                 f"after blocks {', '.join(map(str, state.looks))} ({plan})"]
         notes += [f"{v} stopped after block {c['round']} ({min(c['round'] * size, state.pool_cases or 0)} "
-                  f"cases): {c['outcome']} — {c['why']}" for v, c in sorted(state.closed.items())]
+                  f"cases, read at {state.confidence_at(c['round']):.2%} confidence): "
+                  f"{c['outcome']} — {c['why']}" for v, c in sorted(state.closed.items())]
         return notes
     notes = [f"repeats=auto: verdicts looked at after rounds "
              f"{', '.join(map(str, state.looks))} (Bonferroni alpha spending over "

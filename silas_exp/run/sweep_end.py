@@ -166,7 +166,9 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
         adaptive = AdaptiveState.read(sweep_dir)
         if adaptive is not None and settings is not None:  # the confidence the looks used
             settings = settings.model_copy(update={"confidence": adaptive.confidence})
-        result = ablation(data, settings)
+        # each variant read at the look it stopped at, as the study decided it
+        result = ablation(data, settings, confidence_of=adaptive.closed_confidences()
+                          if adaptive is not None and settings is not None else None)
         if adaptive is not None:
             result.notes += adaptive_notes(adaptive)
         plots = ablation_plots(result, data, sweep_dir / ABLATION_DIR)

@@ -147,3 +147,20 @@ def test_parent_summary_and_html_carry_the_verdicts(tmp_path):
     assert safe_name("scorer=a,eviction=b") == "scorer_a.eviction_b"
     page = ablation_html(res, [])
     assert "do_not_ship" in page and "<table>" in page and "Verdict rule" in page
+
+
+def test_a_variant_can_be_read_at_a_confidence_of_its_own():
+    # a sequential study reads each variant at the look it stopped at
+    rng = np.random.default_rng(5)
+    noisy = [q + float(rng.normal(0, 0.08)) for q in BASE]
+    data = _sweep({"scorer=heuristic": BASE, "scorer=a": noisy, "scorer=b": noisy})
+
+    def ci(res, variant):
+        c = next(c for c in res.table("context.retrieval_relevance") if c.variant == variant)
+        return c.ci_low, c.ci_high
+
+    plain = ablation(data, AnalysisSettings(confidence=0.95))
+    own = ablation(data, AnalysisSettings(confidence=0.95), confidence_of={"scorer=a": 0.999})
+    assert ci(own, "scorer=b") == ci(plain, "scorer=b") and own.confidence == 0.95
+    (lo, hi), (lo95, hi95) = ci(own, "scorer=a"), ci(plain, "scorer=a")
+    assert lo < lo95 and hi > hi95 and (hi - lo) > 1.15 * (hi95 - lo95)
