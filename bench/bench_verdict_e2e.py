@@ -115,7 +115,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=320, help="pool cases (the default pool: 320)")
     parser.add_argument("--block", type=int, default=None, help="cases per block (default: config)")
     parser.add_argument("--repeats", type=int, default=None, help="repeats (default: config)")
-    parser.add_argument("--seed-sets", type=int, default=4)
+    parser.add_argument("--seed-sets", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--quick", action="store_true",
                         help="a CI smoke run: 12 cases in blocks of 6, 1 repeat, 2 seed sets, 4 trials")
