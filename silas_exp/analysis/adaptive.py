@@ -186,6 +186,19 @@ def close_decided(result: AblationResult, data, state: AdaptiveState, round_: in
             state.closed[variant] = {"round": round_, "outcome": vv.outcome.value, "why": why}
 
 
+def read_as_decided(folder: Path, settings: AnalysisSettings | None
+                    ) -> tuple[AnalysisSettings | None, dict[str, float] | None, list[str]]:
+    """How to re-read a sweep folder as its study decided it: the settings at
+    the last look's confidence, each stopped variant's own look confidence and
+    the report lines of the plan. A folder without a sequential plan reads as
+    it is (``settings``, None, [])."""
+    state = AdaptiveState.read(folder)
+    if state is None or settings is None:
+        return settings, None, []
+    return (settings.model_copy(update={"confidence": state.confidence}),
+            state.closed_confidences(), adaptive_notes(state))
+
+
 def adaptive_notes(state: AdaptiveState) -> list[str]:
     """Report lines: the plan and where each variant stopped."""
     if state.unit == "block":

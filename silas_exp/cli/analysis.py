@@ -29,7 +29,9 @@ def ablation_settings(args):
     from silas_exp.errors import pydantic_error_to_config_error
 
     raw = {"control": args.control, "use_baseline": not args.no_baseline,
-           "correction": args.correction, "confidence": args.confidence}
+           "correction": args.correction}
+    if args.confidence is not None:
+        raw["confidence"] = args.confidence
     if args.gate:
         raw["gate"] = args.gate
     margins = {}
@@ -62,18 +64,24 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any]:
 
 def cmd_ablation(args) -> int:
     from silas_exp.analysis.ablation import ablation
+    from silas_exp.analysis.adaptive import read_as_decided
     from silas_exp.analysis.data import load_baseline, load_sweep_dir
     from silas_exp.analysis.plots import ablation_plots
     from silas_exp.analysis.report import ablation_markdown
 
     settings = ablation_settings(args)
     suite_dir = Path(args.suite_dir) if args.suite_dir else None
+    own, notes = None, []
     if Path(args.sweep).is_dir():
         data, parent = load_sweep_dir(Path(args.sweep), suite_dir), None
+        if args.confidence is None:  # a sequential study: read as it decided, look by look
+            settings, own, notes = read_as_decided(Path(args.sweep), settings)
     else:
         data, parent = load_sweep_from_mlflow(args.tracking_uri, args.sweep)
         data.baseline = load_baseline(suite_dir) if suite_dir else None
-    result = ablation(data, settings, metrics=args.metrics, use_sprt=args.sprt, mde=args.mde)
+    result = ablation(data, settings, metrics=args.metrics, use_sprt=args.sprt, mde=args.mde,
+                      confidence_of=own)
+    result.notes += notes
     out = Path(args.out or f"ablation-{data.sweep_id}")
     plots = ablation_plots(result, data, out)
     md = ablation_markdown(result, [p.name for p in plots])
@@ -277,7 +285,9 @@ def register(sub, default_uri) -> None:
     p.add_argument("--margin", action="append", default=[], metavar="METRIC=VALUE",
                    help="non-inferiority margin of a metric, in its units")
     p.add_argument("--correction", choices=["holm", "bh"], default="holm")
-    p.add_argument("--confidence", type=float, default=0.95, help="two-sided CI level")
+    p.add_argument("--confidence", type=float, default=None,
+                   help="two-sided CI level (default: 0.95; a sequential sweep folder: each "
+                        "variant at the look it stopped at, as the sweep decided)")
     p.add_argument("--mde", type=float, help="pre-set effect size for --sprt")
     p.add_argument("--sprt", action="store_true",
                    help="also run a sequential test per variant (needs --mde; sigma from a "

@@ -151,7 +151,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
             print(no_control_note(variants.pop(), cfg.analysis.controls))
         return None
     from silas_exp.analysis.ablation import ablation
-    from silas_exp.analysis.adaptive import AdaptiveState, adaptive_notes
+    from silas_exp.analysis.adaptive import read_as_decided
     from silas_exp.analysis.data import load_sweep_dir
     from silas_exp.analysis.decision import decision_sentence
     from silas_exp.analysis.html import ablation_html
@@ -163,14 +163,10 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
     try:
         data = load_sweep_dir(sweep_dir, Path(cfg.suite.path) if cfg else None)
         settings = cfg.analysis if cfg else None
-        adaptive = AdaptiveState.read(sweep_dir)
-        if adaptive is not None and settings is not None:  # the confidence the looks used
-            settings = settings.model_copy(update={"confidence": adaptive.confidence})
-        # each variant read at the look it stopped at, as the study decided it
-        result = ablation(data, settings, confidence_of=adaptive.closed_confidences()
-                          if adaptive is not None and settings is not None else None)
-        if adaptive is not None:
-            result.notes += adaptive_notes(adaptive)
+        # each variant read at the confidence of the look it stopped at
+        settings, own, notes = read_as_decided(sweep_dir, settings)
+        result = ablation(data, settings, confidence_of=own)
+        result.notes += notes
         plots = ablation_plots(result, data, sweep_dir / ABLATION_DIR)
         md = ablation_markdown(result, [f"{ABLATION_DIR}/{p.name}" for p in plots])
         md += sweep_markdown(sweep_dir)  # case errors by cause, the kind to blame named

@@ -5,6 +5,9 @@ once it is decided or the rest of the pool cannot decide it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -67,7 +70,18 @@ def test_sequential_sweep_stops_variants_after_blocks(cli, tmp_path, launcher):
         assert max(b for v, b in blocks if v == variant) == closed["round"] - 1
     report = (tmp_path / "multirun" / "ablation.md").read_text()
     assert "sequential over cases: blocks of 6 cases" in report
-    assert "stopped after block" in report
+    assert "stopped after block" in report and "confidence):" in report
+    # re-read later from the folder, the sweep reads as the study decided it, look by look
+    again = subprocess.run([sys.executable, "-m", "silas_exp.cli.main", "ablation",
+                            str(tmp_path / "multirun"), "--out", str(tmp_path / "again")],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"})
+    assert again.returncode == 0, again.stderr[-2000:]
+
+    def rows(md: str) -> list[str]:  # the verdicts, every table row, the plan's notes
+        return [line for line in md.splitlines() if line.startswith(("| scorer=", "- note:"))]
+    assert rows((tmp_path / "again" / "ablation.md").read_text()) == rows(report)
+    assert any("stopped after block" in line for line in rows(report))
 
 
 def test_repeats_auto_with_blocks_is_refused_before_any_job(cli):
