@@ -16,8 +16,10 @@ report uses the same confidence and names the round each variant stopped.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from silas_exp.analysis.ablation import AblationResult, ablation, suite_kind
 from silas_exp.analysis.data import load_sweep_dir
@@ -161,6 +163,35 @@ def close_decided(result: AblationResult, data, state: AdaptiveState, round_: in
             why = _futile(result, data, variant, state.repeats_max)
         if why:
             state.closed[variant] = {"round": round_, "outcome": vv.outcome.value, "why": why}
+
+
+def run_looks(state: AdaptiveState, variants: Mapping[str, Any],
+              round_jobs: Callable[[int, list], list], launch: Callable[[list, int], Any],
+              look: Callable[[int], None], before: Callable[[int], None] | None = None) -> list:
+    """Run a study in rounds: the rounds up to each planned look in one launch
+    (no variant can close between looks, so the launcher gets every job it
+    could run in parallel), for the control and every variant still open,
+    until every variant but the control is closed or the rounds run out.
+    ``round_jobs(r, jobs)``: round r of the open variants' jobs;
+    ``launch(batch, first_index)``; ``look(round)`` reviews the verdicts after
+    each look, closing variants in ``state``; ``before(r)`` runs as round r is
+    planned. Returns what each launch returned."""
+    returns, index, first = [], 0, 0
+    for at in state.looks:
+        open_ = [v for v in variants if v not in state.closed and v != state.control]
+        if not open_:
+            break
+        jobs = [job for v, job in variants.items() if v not in state.closed]
+        batch = []
+        for r in range(first, at):
+            batch += round_jobs(r, jobs)
+            if before is not None:
+                before(r)
+        returns.append(launch(batch, index))
+        index += len(batch)
+        look(at)
+        first = at
+    return returns
 
 
 def adaptive_notes(state: AdaptiveState) -> list[str]:
