@@ -132,16 +132,24 @@ def _futile_cases(r: AblationResult, variant: str, pool_cases: int) -> str | Non
 def review(sweep_dir: Path, settings: AnalysisSettings, state: AdaptiveState, round_: int,
            suite_dir: Path | None = None) -> AdaptiveState:
     """Close the variants decided after ``round_`` rounds (1-based); write the state."""
-    data = load_sweep_dir(sweep_dir, suite_dir)
+    if look_and_close(load_sweep_dir(sweep_dir, suite_dir), settings, state, round_) is not None:
+        state.write(sweep_dir)
+    return state
+
+
+def look_and_close(data, settings: AnalysisSettings, state: AdaptiveState, round_: int
+                   ) -> AblationResult | None:
+    """One look at ``data`` after ``round_`` rounds: the ablation at the looks'
+    confidence and the stopping rule (:func:`close_decided`); None when nothing
+    can be compared yet."""
     looked = settings.model_copy(update={"confidence": state.confidence})
     try:  # a look needs the gated metrics only: the verdicts and futility read nothing else
         result = ablation(data, looked, metrics=list(settings.gate) if settings.gate
                           else gated_for(suite_kind(data)))
     except AnalysisError:
-        return state  # e.g. nothing finished yet: look again after the next round
+        return None  # e.g. nothing finished yet: look again after the next round
     close_decided(result, data, state, round_)
-    state.write(sweep_dir)
-    return state
+    return result
 
 
 def close_decided(result: AblationResult, data, state: AdaptiveState, round_: int) -> None:
