@@ -16,7 +16,7 @@ report uses the same confidence and names the round each variant stopped.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,7 +175,8 @@ def close_decided(result: AblationResult, data, state: AdaptiveState, round_: in
 
 def run_looks(state: AdaptiveState, variants: Mapping[str, Any],
               round_jobs: Callable[[int, list], list], launch: Callable[[list, int], Any],
-              look: Callable[[int], None], before: Callable[[int], None] | None = None) -> list:
+              look: Callable[[int], None], before: Callable[[int], None] | None = None,
+              follow: Collection[str] = ()) -> list:
     """Run a study in rounds: the rounds up to each planned look in one launch
     (no variant can close between looks, so the launcher gets every job it
     could run in parallel), for the control and every variant still open,
@@ -183,10 +184,13 @@ def run_looks(state: AdaptiveState, variants: Mapping[str, Any],
     ``round_jobs(r, jobs)``: round r of the open variants' jobs;
     ``launch(batch, first_index)``; ``look(round)`` reviews the verdicts after
     each look, closing variants in ``state``; ``before(r)`` runs as round r is
-    planned. Returns what each launch returned."""
+    planned. ``follow``: variants that, like the control, run while another
+    one is open and never keep the study going by themselves. Returns what
+    each launch returned."""
     returns, index, first = [], 0, 0
     for at in state.looks:
-        open_ = [v for v in variants if v not in state.closed and v != state.control]
+        open_ = [v for v in variants
+                 if v not in state.closed and v != state.control and v not in follow]
         if not open_:
             break
         jobs = [job for v, job in variants.items() if v not in state.closed]
