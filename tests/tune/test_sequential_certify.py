@@ -6,15 +6,14 @@ while a candidate does, and a candidate worse than the control never ships."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
-from pathlib import Path
+import zlib
 
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from silas_exp.records import JobResult, write_job_result
-from silas_exp.schema.benchmark import BenchmarkResult, BenchmarkRun
+from bench._tune_replays import RecordedJobs, option
+from silas_exp.schema.benchmark import BenchmarkResult
 
 from .test_study import optuna, study
 
@@ -24,60 +23,15 @@ CHRONICLE = "scorer.base.zone.chronicle"
 HOLDOUT_EFFECT = {"0.9": 0.08, "0.1": -0.2}  # a clearly better and a clearly worse candidate
 
 
-def _value(job: list[str], key: str, default: str | None = None) -> str | None:
-    return next((o.partition("=")[2] for o in job if o.lstrip("+").startswith(key + "=")),
-                default)
-
-
-class FakeJobs:
-    """A launch that runs each job on the cases a real job would (its split,
-    then its block) and records per-case relevance: the case's level plus the
-    job's effect (on training, its chronicle prior; on holdout, HOLDOUT_EFFECT)."""
-
-    def __init__(self, loop, cfg, folder: Path) -> None:
-        from silas_exp.data.suites.memo import load_suite_cached
-        from silas_exp.tune.split import split_cases
-
-        self.loop, self.cfg, self.folder = loop, cfg, folder
-        pool = load_suite_cached(cfg.suite.path).eval_cases[: cfg.suite.max_cases]
-        self.split = split_cases(pool, cfg.suite.holdout, cfg.suite.split_seed)
-        self.launched: list[list[str]] = []
-
-    def cases(self, job: list[str]) -> list[str]:
-        from silas_exp.run.blocks import block_of
-
-        ids = list(self.split.part(_value(job, "suite.split")))
-        size = _value(job, "cases_per_block", str(self.cfg.cases_per_block))
-        picked = block_of(len(ids), int(_value(job, "block", "0")),
-                          None if size == "null" else int(size), self.cfg.seed)
-        return [ids[i] for i in picked]
-
-    def __call__(self, batch: list[list[str]], first: int) -> list[Path]:
-        from silas_exp.variants import variant_name
-
-        folders = []
-        for i, job in enumerate(batch):
-            self.launched.append(job)
-            chronicle = _value(job, CHRONICLE)
-            part = _value(job, "suite.split")
-            effect = (0.0 if chronicle is None else
-                      float(chronicle) / 10 if part == "train" else HOLDOUT_EFFECT.get(chronicle, 0.0))
-            rows = []
-            for cid in self.cases(job):
-                g = np.random.default_rng([int(cid.split("-")[1]), len(self.launched)])
-                rows.append(BenchmarkResult(case_id=cid, status="pass", latency_ms=1.0, token_cost=1,
-                                            metrics={METRIC: 0.7 + effect + g.normal(0, 0.01)}))
-            variant = variant_name(job, self.loop.swept, self.loop.scorer)
-            run = BenchmarkRun(run_id=f"r{first + i}", suite_id="default",
-                               started_at=datetime.now(UTC), config_snapshot={}, results=rows)
-            folder = self.folder / str(first + i)
-            folder.mkdir(parents=True)
-            write_job_result(folder, JobResult(
-                variant=variant, repeat=int(_value(job, "repeat")), status="finished",
-                block=int(_value(job, "block", "0")), run=run,
-                metrics={METRIC: float(np.mean([r.metrics[METRIC] for r in rows]))}))
-            folders.append(folder)
-        return folders
+def rows(job: list[str], ids: list[str]) -> list[BenchmarkResult]:
+    """Per-case relevance: 0.7 plus the job's effect (on training, its
+    chronicle prior / 10; on holdout, HOLDOUT_EFFECT), with a little noise."""
+    chronicle, part = option(job, CHRONICLE), option(job, "suite.split")
+    effect = (0.0 if chronicle is None else
+              float(chronicle) / 10 if part == "train" else HOLDOUT_EFFECT.get(chronicle, 0.0))
+    g = np.random.default_rng([zlib.crc32(",".join(job).encode())])
+    return [BenchmarkResult(case_id=cid, status="pass", latency_ms=1.0, token_cost=1,
+                            metrics={METRIC: 0.7 + effect + g.normal(0, 0.01)}) for cid in ids]
 
 
 @pytest.fixture()
@@ -96,7 +50,7 @@ def certified(tmp_path, compose):
            "top_k": 2, "prune": False}
     loop = TuneLoop(cfg, settings_of(raw, {"repeat": "range(0,2)"}), tmp_path, [], "weights",
                     lambda key: False, {})
-    launch = FakeJobs(loop, cfg, tmp_path)
+    launch = RecordedJobs(loop.swept, loop.scorer, cfg, tmp_path, rows)
     s = open_study(tmp_path, loop.dirs, "random", 0, 0, resume=False)
     s.enqueue_trial(loop.reference_params, user_attrs={"reference": True})
     for chronicle in (0.9, 0.1):  # training ranks them first and second after the untuned one
@@ -116,16 +70,16 @@ def test_certification_runs_in_blocks_and_stops_at_an_early_look(certified):
     assert c.confidence == pytest.approx(1 - 0.05 / (2 * 3))
     for cand in c.candidates:
         assert cand.stopped_at == 2 and cand.cases == 6  # decided at the 2nd look, half the holdout
-    holdout = [j for j in launch.launched if _value(j, "suite.split") == "holdout"]
-    assert {_value(j, "block") for j in holdout} == {"0", "1"}  # blocks 2 and 3 never ran
-    blocks = {b: {c for j in holdout if _value(j, "block") == b for c in launch.cases(j)}
+    holdout = [j for j in launch.launched if option(j, "suite.split") == "holdout"]
+    assert {option(j, "block") for j in holdout} == {"0", "1"}  # blocks 2 and 3 never ran
+    blocks = {b: {c for j in holdout if option(j, "block") == b for c in launch.cases(j)}
               for b in ("0", "1")}
     assert len(blocks["0"]) == len(blocks["1"]) == 3 and not blocks["0"] & blocks["1"]
     # the control and the untuned reference ran every block a candidate ran, every repeat
     for scorer in ("scorer=heuristic", "scorer=weights"):
-        assert len([j for j in holdout if j[0] == scorer and _value(j, CHRONICLE) is None]) == 2 * 2
+        assert len([j for j in holdout if j[0] == scorer and option(j, CHRONICLE) is None]) == 2 * 2
     # a training job always runs the whole training split, never a block of it
-    train = [j for j in launch.launched if _value(j, "suite.split") == "train"]
+    train = [j for j in launch.launched if option(j, "suite.split") == "train"]
     assert train and all(len(launch.cases(j)) == 12 for j in train)
     state = json.loads((folder / "adaptive.json").read_text())
     assert state["unit"] == "block" and set(state["closed"]) == {b.variant for b in record.best}
