@@ -2,7 +2,7 @@
 is worse than the margin, and how much the best trial's training gain shrinks
 on held-out cases (the winner's curse, DESIGN §3).
 
-    python bench/bench_tune.py [--studies 40] [--trials 12] [--cases 120] [--block 20] [--quick]
+    python bench/bench_tune.py [--studies 160] [--trials 12] [--cases 120] [--block 20] [--quick]
     python bench/bench_tune.py --replays simulated [--studies 200] [--trials 20] [--cases 200]
 
 ``--replays real`` (the default): each seeded study is the real loop of
@@ -137,7 +137,7 @@ def _cpu() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-REAL = {"studies": 40, "trials": 12, "cases": 120, "block": 20, "repeats": 2, "seed_sets": 12,
+REAL = {"studies": 160, "trials": 12, "cases": 120, "block": 20, "repeats": 2, "seed_sets": 24,
         "resamples": 1000}
 REAL_QUICK = {"studies": 4, "trials": 4, "cases": 24, "block": 4, "repeats": 2, "seed_sets": 2,
               "resamples": 200}
