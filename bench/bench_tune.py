@@ -2,18 +2,29 @@
 is worse than the margin, and how much the best trial's training gain shrinks
 on held-out cases (the winner's curse, DESIGN §3).
 
-    python bench/bench_tune.py [--studies 200] [--trials 20] [--cases 200] [--quick]
+    python bench/bench_tune.py [--studies 160] [--trials 12] [--cases 120] [--block 20] [--quick]
+    python bench/bench_tune.py --replays simulated [--studies 200] [--trials 20] [--cases 200]
 
-Each study is seeded. Its search space is one setting that changes nothing
+``--replays real`` (the default): each seeded study is the real loop of
+``experiment=tune`` in process (split, Optuna TPE with pruning, certification
+in blocks of ``--block`` held-out cases with looks), its jobs served from real
+replays of the pool shared by every study (bench/_tune_replays.py says how):
+the control is a real control replay; every configuration, the untuned one
+included, is another real replay of the control drawn by its searched values,
+in ``at_margin`` made worse by exactly every continuous gated metric's margin
+(bench_verdict_e2e's perturbation). The gate is the default one (relevance,
+nDCG@10, tokens per served need, pass, errors).
+
+``--replays simulated``: the search space is one setting that changes nothing
 but adds noise: every configuration's per-case relevance is the case's own
 level, plus the scenario's true effect, plus noise of its own (a
 configuration × case part that repeats do not average out, and a per-repeat
 part). A real Optuna TPE study searches it on the training cases of a real
 stratified split (silas_exp.tune.split); the best trial is certified on the
-held-out cases by the real certification (silas_exp.tune.certify: the verdict
-rule at the Bonferroni confidence for k candidates), against a control and
-beside the untuned setting (the first trial). Gate: retrieval relevance
-(pass and errors are constant here). Simulated replays, real decisions.
+held-out cases in one block by the real certification (silas_exp.tune.certify:
+the verdict rule at the Bonferroni confidence for k candidates), against a
+control and beside the untuned setting (the first trial). Gate: retrieval
+relevance (pass and errors are constant here). Simulated replays, real decisions.
 
 Scenarios: ``equal`` (every config equals the control: the study should not
 find a gain that holds) and ``at_margin`` (every config is worse than the
@@ -32,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_verdict_e2e's own imports
 
 from bench._results import save  # noqa: E402
 from silas_exp.analysis.data import JobData, SweepData  # noqa: E402
@@ -117,30 +129,62 @@ def summarise(rows: list[dict]) -> dict:
             "mean": mean}
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished child processes."""
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+REAL = {"studies": 160, "trials": 12, "cases": 120, "block": 20, "repeats": 2, "seed_sets": 24,
+        "resamples": 1000}
+REAL_QUICK = {"studies": 4, "trials": 4, "cases": 24, "block": 4, "repeats": 2, "seed_sets": 2,
+              "resamples": 200}
+SIMULATED = {"studies": 200, "trials": 20, "cases": 200, "repeats": 3, "resamples": 1000}
+SIMULATED_QUICK = {"studies": 20, "trials": 6, "cases": 40, "repeats": 3, "resamples": 200}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--studies", type=int, default=200)
-    parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--cases", type=int, default=200, help="pool (half held out)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--replays", choices=("real", "simulated"), default="real")
+    parser.add_argument("--studies", type=int, help="seeded studies per scenario")
+    parser.add_argument("--trials", type=int)
+    parser.add_argument("--cases", type=int, help="pool (half held out)")
+    parser.add_argument("--repeats", type=int)
+    parser.add_argument("--block", type=int, help="real: cases_per_block of the certification")
+    parser.add_argument("--seed-sets", type=int, help="real: replays made per repeat")
+    parser.add_argument("--workers", type=int, default=2, help="real: processes making replays")
     parser.add_argument("--sd-case", type=float, default=0.03,
-                        help="config × case noise (repeats do not average it out)")
-    parser.add_argument("--sd-rep", type=float, default=0.05, help="per-repeat noise")
-    parser.add_argument("--resamples", type=int, default=1000)
-    parser.add_argument("--quick", action="store_true", help="20 tiny studies (a CI smoke run)")
+                        help="simulated: config × case noise (repeats do not average it out)")
+    parser.add_argument("--sd-rep", type=float, default=0.05, help="simulated: per-repeat noise")
+    parser.add_argument("--resamples", type=int)
+    parser.add_argument("--quick", action="store_true", help="tiny studies (a CI smoke run)")
     a = parser.parse_args()
-    if a.quick:
-        a.studies, a.trials, a.cases, a.resamples = 20, 6, 40, 200
+    real = a.replays == "real"
+    defaults = (REAL_QUICK if a.quick else REAL) if real else (
+        SIMULATED_QUICK if a.quick else SIMULATED)
+    for key, value in defaults.items():
+        if getattr(a, key) is None:
+            setattr(a, key, value)
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     margin = float(spec(METRIC).margin)
-    t0 = time.perf_counter()
-    result = {"studies": a.studies, "trials": a.trials, "cases": a.cases, "repeats": a.repeats,
-              "margin": margin, "sd_case": a.sd_case, "sd_rep": a.sd_rep, "scenarios": {}}
-    for name, effect in (("equal", 0.0), ("at_margin", -margin)):
-        rows = [one_study(s, effect, a) for s in range(a.studies)]
+    t0, c0 = time.perf_counter(), _cpu()
+    result = {"replays": a.replays, "scenarios": {}, "margin": margin,
+              **{k: getattr(a, k) for k in defaults}}
+    scenarios = {"equal": 0.0, "at_margin": 1.0}  # true effect, in margins worse
+    if real:
+        from bench._tune_replays import run_real
+
+        per_study = run_real(a, scenarios)
+    else:
+        result.update(sd_case=a.sd_case, sd_rep=a.sd_rep)
+        per_study = {name: [one_study(s, -k * margin, a) for s in range(a.studies)]
+                     for name, k in scenarios.items()}
+    for name, rows in per_study.items():
         result["scenarios"][name] = summarise(rows)
         r = result["scenarios"][name]
         print(f"{name:10s} ship {r['ship_rate']:.3f} (95% upper {r['ship_rate_upper95']:.3f}); "
@@ -148,9 +192,13 @@ def main() -> None:
               f"{r['mean']['train_gain_vs_untuned']:+.4f} -> holdout "
               f"{r['mean']['holdout_gain_vs_untuned']:+.4f}; vs control: training "
               f"{r['mean']['train_gain_vs_control']:+.4f} -> holdout "
-              f"{r['mean']['holdout_delta_vs_control']:+.4f}")
+              f"{r['mean']['holdout_delta_vs_control']:+.4f}"
+              + (f"; held-out cases used {r['mean']['holdout_cases_used']:.1f}" if real else ""))
     result["seconds"] = time.perf_counter() - t0
-    print(f"{a.studies} studies × 2 scenarios in {result['seconds']:.0f} s -> {save('tune', result)}")
+    result["cpu_seconds"] = _cpu() - c0  # the replays' worker processes included
+    name = "tune" if real else "tune_simulated"
+    print(f"{a.studies} studies × 2 scenarios ({a.replays} replays) in {result['seconds']:.0f} s "
+          f"({result['cpu_seconds']:.0f} s CPU) -> {save(name, result)}")
 
 
 if __name__ == "__main__":

@@ -47,19 +47,28 @@ from silas_exp.config import compose_config
 from silas_exp.metrics.registry import gated_for, spec
 from silas_exp.run.blocks import block_order, n_blocks
 from silas_exp.run.job import make_job, run_job
+from silas_exp.schema.benchmark import BenchmarkResult
 
 CONTROL = "scorer=heuristic"
 VARIANT = "scorer=variant"
 THRESHOLD = ("context.retrieval_relevance", 0.7)  # the default suite's pass rule
 
 
-def _run(args: tuple[int, int, int, str]) -> tuple[int, int, dict[str, dict[str, float]], dict]:
-    """One control job on the whole pool: (seed, repeat) -> per-case metrics and statuses."""
-    seed, repeat, cases, out = args
+def replay_control(seed: int, repeat: int, cases: int, out: str
+                   ) -> tuple[dict[str, float], list[BenchmarkResult]]:
+    """One real control job on the first ``cases`` cases of the pool: its
+    metrics and its per-case results."""
     cfg = compose_config([f"seed={seed}", f"repeat={repeat}", "repeats=10", "cases_per_block=null",
                           f"suite.max_cases={cases}", "tracking=none", "llm.cache_mode=off"])
     outcome = run_job(cfg, make_job(cfg, CONTROL), Path(out) / f"s{seed}-r{repeat}")
-    job = job_data(CONTROL, repeat, outcome.metrics, outcome.results())
+    return outcome.metrics, list(outcome.results())
+
+
+def _run(args: tuple[int, int, int, str]) -> tuple[int, int, dict[str, dict[str, float]], dict]:
+    """One control job on the whole pool: (seed, repeat) -> per-case metrics and statuses."""
+    seed, repeat, cases, out = args
+    metrics, results = replay_control(seed, repeat, cases, out)
+    job = job_data(CONTROL, repeat, metrics, results)
     return seed, repeat, job.cases, job.status
 
 

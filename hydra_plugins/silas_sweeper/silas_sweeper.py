@@ -301,38 +301,28 @@ class SilasSweeper(BasicSweeper):
     def _rounds(self, settings: Any, sweep_dir: Path, variants: dict, state: Any,
                 round_jobs: Callable[[int, list], list], before: Optional[Callable[[int], None]],  # noqa: UP045
                 what: str) -> Any:
-        """Run the rounds up to each planned look in one launch (no variant can
-        close between looks, so the launcher gets every job it could run in
-        parallel), until every variant but the control is closed or the rounds
-        run out; review the verdicts at each look."""
-        from silas_exp.analysis.adaptive import review
+        """Run the study's rounds (``run_looks``) through the configured
+        launcher, reviewing the verdicts at each look."""
+        from silas_exp.analysis.adaptive import review, run_looks
 
         state.write(sweep_dir)
-        returns, index, first = [], 0, 0
-        for look in state.looks:
-            open_ = [v for v in variants if v not in state.closed and v != state.control]
-            if not open_:
-                break
-            jobs = [job for v, job in variants.items() if v not in state.closed]
-            batch = []
-            for r in range(first, look):
-                batch += round_jobs(r, jobs)
-                if before is not None:
-                    before(r)
+
+        def launch(batch: list, index: int) -> Any:
             _set_planned_jobs(sweep_dir, index + len(batch))  # progress counts these jobs
             self.validate_batch_is_legal(batch)
             results = self.launcher.launch(batch, initial_job_idx=index)
             for res in results:
                 _ = res.return_value  # a failed job fails the sweep, as in the basic sweeper
-            index += len(batch)
-            returns.append(results)
-            state = review(sweep_dir, settings, state, look, Path(str(self.config.suite.path)))
+            return results
+
+        def look(at: int) -> None:
+            review(sweep_dir, settings, state, at, Path(str(self.config.suite.path)))
             for v, why in state.closed.items():
-                if why["round"] == look:
-                    log.info(f"{what}: {v} stops after {state.unit} {look}: "
+                if why["round"] == at:
+                    log.info(f"{what}: {v} stops after {state.unit} {at}: "
                              f"{why['outcome']} — {why['why']}")
-            first = look
-        return returns
+
+        return run_looks(state, variants, round_jobs, launch, look, before)
 
     def _adaptive(self, arguments: List[str]) -> Any:  # noqa: UP006
         from silas_exp.analysis.adaptive import AdaptiveState

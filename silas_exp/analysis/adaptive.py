@@ -17,8 +17,10 @@ report uses the same confidence and names the round each variant stopped.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from silas_exp.analysis.ablation import AblationResult, ablation, suite_kind
 from silas_exp.analysis.data import load_sweep_dir
@@ -153,16 +155,24 @@ def _futile_cases(r: AblationResult, variant: str, pool_cases: int,
 def review(sweep_dir: Path, settings: AnalysisSettings, state: AdaptiveState, round_: int,
            suite_dir: Path | None = None) -> AdaptiveState:
     """Close the variants decided after ``round_`` rounds (1-based); write the state."""
-    data = load_sweep_dir(sweep_dir, suite_dir)
+    if look_and_close(load_sweep_dir(sweep_dir, suite_dir), settings, state, round_) is not None:
+        state.write(sweep_dir)
+    return state
+
+
+def look_and_close(data, settings: AnalysisSettings, state: AdaptiveState, round_: int
+                   ) -> AblationResult | None:
+    """One look at ``data`` after ``round_`` rounds: the ablation at this look's
+    confidence and the stopping rule (:func:`close_decided`); None when nothing
+    can be compared yet."""
     looked = settings.model_copy(update={"confidence": state.confidence_at(round_)})
     try:  # a look needs the gated metrics only: the verdicts and futility read nothing else
         result = ablation(data, looked, metrics=list(settings.gate) if settings.gate
                           else gated_for(suite_kind(data)))
     except AnalysisError:
-        return state  # e.g. nothing finished yet: look again after the next round
+        return None  # e.g. nothing finished yet: look again after the next round
     close_decided(result, data, state, round_)
-    state.write(sweep_dir)
-    return state
+    return result
 
 
 def close_decided(result: AblationResult, data, state: AdaptiveState, round_: int) -> None:
@@ -197,6 +207,39 @@ def read_as_decided(folder: Path, settings: AnalysisSettings | None
         return settings, None, []
     return (settings.model_copy(update={"confidence": state.confidence}),
             state.closed_confidences(), adaptive_notes(state))
+
+
+def run_looks(state: AdaptiveState, variants: Mapping[str, Any],
+              round_jobs: Callable[[int, list], list], launch: Callable[[list, int], Any],
+              look: Callable[[int], None], before: Callable[[int], None] | None = None,
+              follow: Collection[str] = ()) -> list:
+    """Run a study in rounds: the rounds up to each planned look in one launch
+    (no variant can close between looks, so the launcher gets every job it
+    could run in parallel), for the control and every variant still open,
+    until every variant but the control is closed or the rounds run out.
+    ``round_jobs(r, jobs)``: round r of the open variants' jobs;
+    ``launch(batch, first_index)``; ``look(round)`` reviews the verdicts after
+    each look, closing variants in ``state``; ``before(r)`` runs as round r is
+    planned. ``follow``: variants that, like the control, run while another
+    one is open and never keep the study going by themselves. Returns what
+    each launch returned."""
+    returns, index, first = [], 0, 0
+    for at in state.looks:
+        open_ = [v for v in variants
+                 if v not in state.closed and v != state.control and v not in follow]
+        if not open_:
+            break
+        jobs = [job for v, job in variants.items() if v not in state.closed]
+        batch = []
+        for r in range(first, at):
+            batch += round_jobs(r, jobs)
+            if before is not None:
+                before(r)
+        returns.append(launch(batch, index))
+        index += len(batch)
+        look(at)
+        first = at
+    return returns
 
 
 def adaptive_notes(state: AdaptiveState) -> list[str]:

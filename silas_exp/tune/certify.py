@@ -4,6 +4,14 @@ at a confidence that pays for the k candidates (Bonferroni: each at
 1 − (1 − confidence)/k, so the chance that any of the k ships while worse
 than its margin stays within the rule's one-sided 2.5 %).
 
+A holdout larger than ``cases_per_block`` is certified sequentially, as a
+sweep is (``analysis.adaptive``): in seeded blocks of cases, looking after
+blocks 1, 2, 4, … and the last, the k-candidate confidence spent over the
+looks by the sweep's group-sequential plan (silas_exp.stats.sequential: the
+one-sided alpha/k of each candidate spent as alpha/k · t²); a candidate stops when its
+verdict is decided or the rest of the holdout cannot decide it, and its
+outcome is the one of the look it stopped at.
+
 Only a candidate that ships is written out, as a ready option of its config
 group in the sweep folder, with how to adopt it.
 """
@@ -18,7 +26,8 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from silas_exp.analysis.ablation import AblationResult, ablation
-from silas_exp.analysis.data import SweepData, job_from_result
+from silas_exp.analysis.adaptive import AdaptiveState, adaptive_notes
+from silas_exp.analysis.data import SweepData, job_from_result, merge_blocks
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.records import RESULT_FILE, read_job_result
 from silas_exp.stats import Outcome
@@ -32,17 +41,23 @@ def certified_confidence(confidence: float, k: int) -> float:
     return 1 - (1 - confidence) / max(k, 1)
 
 
+def certification_settings(settings: AnalysisSettings, k: int, control: str) -> AnalysisSettings:
+    """The analysis settings of certifying k candidates against ``control``."""
+    return settings.model_copy(update={"confidence": certified_confidence(settings.confidence, k),
+                                       "control": control, "use_baseline": False})
+
+
 def load_jobs(sweep_id: str, command: str, folders: Sequence[Path], swept: list[str]
               ) -> SweepData:
     """The finished certification jobs (only these folders: the trials' jobs
-    ran on other cases)."""
+    ran on other cases), a variant's blocks of cases merged into one job per repeat."""
     jobs = []
     for folder in folders:
         if (folder / RESULT_FILE).is_file():
             result = read_job_result(folder / RESULT_FILE)
             if result.finished and result.run is not None:
                 jobs.append(job_from_result(result, folder=folder))
-    return SweepData(sweep_id, command, jobs, swept)
+    return SweepData(sweep_id, command, merge_blocks(jobs), swept)
 
 
 def _mean_gain(data: SweepData, variant: str, other: str, metric: str) -> float:
@@ -53,16 +68,25 @@ def _mean_gain(data: SweepData, variant: str, other: str, metric: str) -> float:
 
 def certify(data: SweepData, candidates: Mapping[str, int], control: str, reference: str,
             settings: AnalysisSettings, objectives: Sequence[str],
-            train_gain: Mapping[str, dict[str, float]]) -> tuple[Certification, AblationResult]:
-    """``candidates``: variant -> trial number, best first."""
+            train_gain: Mapping[str, dict[str, float]], sequential: AdaptiveState | None = None
+            ) -> tuple[Certification, AblationResult]:
+    """``candidates``: variant -> trial number, best first. ``sequential``: the
+    looks of a holdout certified in blocks, whose stops are the outcomes."""
     k = len(candidates)
-    conf = certified_confidence(settings.confidence, k)
-    looked = settings.model_copy(update={"confidence": conf, "control": control,
-                                         "use_baseline": False})
-    result = ablation(data, looked)
-    holdout = len({c for j in data.jobs for c in j.cases})
-    cert = Certification(control=control, reference=reference, k=k, confidence=conf,
+    looked = certification_settings(settings, k, control)
+    own = None
+    if sequential is not None:  # each candidate read at the look it stopped at
+        looked = looked.model_copy(update={"confidence": sequential.confidence})
+        own = sequential.closed_confidences()
+    result = ablation(data, looked, confidence_of=own)
+    if sequential is not None:
+        result.notes += adaptive_notes(sequential)
+    holdout = sequential.pool_cases if sequential is not None and sequential.pool_cases else len(
+        {c for j in data.jobs for c in j.cases})
+    cert = Certification(control=control, reference=reference, k=k, confidence=looked.confidence,
                          holdout_cases=holdout, notes=list(result.notes))
+    if sequential is not None:
+        cert.cases_per_block, cert.looks = sequential.cases_per_block, list(sequential.looks)
     variants = set(data.variants())
     for variant, trial in candidates.items():
         vv = result.verdicts.get(variant)
@@ -70,14 +94,17 @@ def certify(data: SweepData, candidates: Mapping[str, int], control: str, refere
             cert.candidates.append(Candidate(trial=trial, variant=variant, outcome="failed",
                                              reasons=["no finished certification job"]))
             continue
+        stop = sequential.closed.get(variant) if sequential is not None else None
         deltas = {c.metric: c.delta for c in result.comparisons
                   if c.variant == variant and c.metric in objectives}
         gains = {m: _mean_gain(data, variant, reference, m) for m in objectives} \
             if reference in variants else {}
         cert.candidates.append(Candidate(
-            trial=trial, variant=variant, outcome=vv.outcome.value, reasons=list(vv.reasons),
+            trial=trial, variant=variant, outcome=stop["outcome"] if stop else vv.outcome.value,
+            reasons=[stop["why"]] if stop else list(vv.reasons),
             train_gain=dict(train_gain.get(variant, {})), holdout_gain=gains,
-            holdout_delta=deltas))
+            holdout_delta=deltas, stopped_at=stop["round"] if stop else None,
+            cases=len({c for j in data.jobs_of(variant).values() for c in j.cases})))
     return cert, result
 
 

@@ -3,9 +3,14 @@ launch a batch of jobs: split the suite once, ask Optuna for trials, run each
 trial's repeats on the training cases, tell Optuna their mean, then certify
 the best on the held-out cases and record everything (``tune.json``).
 
+A trial runs its whole training split (``cases_per_block=null``); a holdout
+larger than ``cases_per_block`` is certified in blocks of cases, sequentially
+(``silas_exp.tune.certify``), with the sweep's own loop of looks
+(``analysis.adaptive.run_looks``).
+
 Job folders are numbered by trial (trial t, repeat r: ``t × repeats + r``), so
 a resumed study finds its jobs where it left them; certification jobs start
-at ``CERT_BASE``.
+at ``CERT_BASE``, numbered in launch order.
 """
 
 from __future__ import annotations
@@ -18,15 +23,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from silas_exp.analysis.adaptive import AdaptiveState, look_and_close, run_looks
 from silas_exp.config import ExperimentConfig
 from silas_exp.data.suites.memo import load_suite_cached
 from silas_exp.errors import ConfigError, pydantic_error_to_config_error
 from silas_exp.records import read_manifest, write_manifest
+from silas_exp.run.blocks import n_blocks
 from silas_exp.tune import certify as cert
 from silas_exp.tune import study as st
 from silas_exp.tune.record import SPLIT_FILE, TrialScore, TuneRecord
 from silas_exp.tune.space import Dimension, default_params, parse_space, trial_overrides
 from silas_exp.tune.split import Split, split_cases
+from silas_exp.variants import variant_name
 
 log = logging.getLogger(__name__)
 CERT_BASE = 1_000_000
@@ -90,6 +98,8 @@ class TuneLoop:
                               f"(spaces given: {sorted(s.space)}); docs/tuning.md")
         self.space = dict(s.space[scorer])
         self.dims: list[Dimension] = parse_space(self.space, is_group, s.params, scorer)
+        # what varies between the study's jobs (a list on the command line does not)
+        self.swept = sorted({d.key for d in self.dims} | {"scorer", "suite.split", "repeat"})
         self.args = self._fixed(arguments, scorer)
         values = {**_flat(cfg.model_dump(mode="json")), **choices}
         self.reference_params = default_params(self.dims, values)
@@ -114,8 +124,12 @@ class TuneLoop:
 
     def _job(self, extra: Sequence[str], part: str, repeat: int, scorer: str | None = None
              ) -> list[str]:
+        """A job's overrides; a trial runs its whole training split, never a block of it."""
+        args = self.args if part == "holdout" else [
+            "cases_per_block=null", *(a for a in self.args
+                                      if a.partition("=")[0].lstrip("+~") != "cases_per_block")]
         return [f"scorer={scorer or self.scorer}", *extra, f"suite.split={part}",
-                f"repeat={repeat}", *self.args]
+                f"repeat={repeat}", *args]
 
     def run(self, launch: Launch) -> TuneRecord:
         cfg = self.cfg
@@ -138,8 +152,7 @@ class TuneLoop:
         info = read_manifest(self.sweep_dir)
         if info is None:
             return
-        # what varies between the study's jobs (a list on the command line does not)
-        info.swept_keys = sorted({d.key for d in self.dims} | {"scorer", "suite.split", "repeat"})
+        info.swept_keys = list(self.swept)
         info.jobs_total = self.repeats * (self.s.n_trials + self.s.top_k + 2)  # none pruned
         write_manifest(self.sweep_dir, info)
 
@@ -220,45 +233,74 @@ class TuneLoop:
         control = self.cfg.analysis.controls.get("scorer", "heuristic")
         # the control, the untuned scorer (reference), then the candidates, best first
         arms: list[tuple[list[str], str | None]] = [([], control), ([], None)]
-        if self.scorer == control:  # tuning the control itself: it is its own reference
-            arms = arms[:1]
         arms += [(trial_overrides(self.dims, best.params), None) for best in record.best]
-        jobs = [self._job(extra, "holdout", r, scorer) for extra, scorer in arms
-                for r in range(self.repeats)]
-        folders = launch(jobs, CERT_BASE)
+        names = [variant_name(self._job(extra, "holdout", 0, scorer), self.swept, self.scorer)
+                 for extra, scorer in arms]
+        for best, name in zip(record.best, names[2:], strict=True):
+            best.variant = name
+        variants = dict(zip(names, arms, strict=True))  # tuning the control: it is its reference
+        folders, sequential = self._holdout_rounds(variants, names[0], names[1], record, launch)
         info = read_manifest(self.sweep_dir)
         data = cert.load_jobs(info.sweep_id if info else self.sweep_dir.name,
-                              info.command if info else "", folders,
-                              list(info.swept_keys) if info else [])
-        names = [data_variant(folders[i * self.repeats:(i + 1) * self.repeats])
-                 for i in range(len(arms))]
-        if len(names) == len(record.best) + 1:
-            names.insert(1, names[0])
-        for best, name in zip(record.best, names[2:], strict=True):
-            best.variant = name or ""
+                              info.command if info else "", folders, self.swept)
         ref_train = record.reference.train if record.reference else {}
         gains = {b.variant: {m: b.train[m] - ref_train[m] for m in ref_train}
                  for b in record.best}
-        candidates = {b.variant: b.number for b in record.best if b.variant}
-        if not candidates or not names[0]:
+        candidates = {b.variant: b.number for b in record.best}
+        if names[0] not in data.variants():
             log.warning("Certification jobs failed: no verdict")
             return
-        certification, result = cert.certify(data, candidates, names[0], names[1] or "",
-                                             self.cfg.analysis, self.objectives, gains)
+        certification, result = cert.certify(data, candidates, names[0], names[1],
+                                             self.cfg.analysis, self.objectives, gains,
+                                             sequential)
         record.certification = certification
         from silas_exp.tune.report import certification_files
 
         certification_files(self.sweep_dir, record, result, data)
 
+    def _holdout_rounds(self, variants: dict[str, tuple[list[str], str | None]], control: str,
+                        reference: str, record: TuneRecord, launch: Launch
+                        ) -> tuple[list[Path], AdaptiveState | None]:
+        """Run the certification jobs: every arm on the whole holdout, or, when it
+        holds more than ``cases_per_block`` cases, block by block with a look
+        after blocks 1, 2, 4, … (the control and the untuned reference run
+        while any candidate does); return the jobs' folders, and the looks' state
+        when in blocks."""
+        cfg, holdout, size = self.cfg, record.holdout_cases, self.cfg.cases_per_block
+        blocks = n_blocks(holdout, size)
+        settings = cert.certification_settings(cfg.analysis, len(record.best), control)
+        state = AdaptiveState.plan_blocks(settings, blocks, min(size or holdout, holdout),
+                                          holdout, cfg.seed)
+        state.control = control
+        folders: list[Path] = []
 
-def data_variant(folders: Sequence[Path]) -> str | None:
-    """The variant name the jobs of ``folders`` were recorded under."""
-    from silas_exp.records import RESULT_FILE, read_job_result
+        def jobs(b: int, open_arms: list) -> list[list[str]]:
+            block = [f"block={b}"] if blocks > 1 else []
+            return [self._job([*extra, *block], "holdout", r, scorer)
+                    for extra, scorer in open_arms for r in range(self.repeats)]
 
-    for folder in folders:
-        if (folder / RESULT_FILE).is_file():
-            return read_job_result(folder / RESULT_FILE).variant
-    return None
+        def run(batch: list[list[str]], index: int) -> list[Path]:
+            got = launch(batch, CERT_BASE + index)
+            folders.extend(got)
+            return got
+
+        def look(at: int) -> None:
+            if blocks == 1:
+                return  # one look on the whole holdout: the verdicts are the certification's
+            data = cert.load_jobs(self.sweep_dir.name, "", folders, self.swept)
+            look_and_close(data, settings, state, at)
+            state.closed.pop(reference, None)  # a reference, not a candidate: it follows
+            state.write(self.sweep_dir)
+            for v, why in state.closed.items():
+                if why["round"] == at:
+                    log.info(f"Certification: {v} stops after block {at}: {why['outcome']} — "
+                             f"{why['why']}")
+
+        if blocks > 1:
+            log.info(f"Certification in blocks: {holdout} held-out cases in {blocks} blocks of "
+                     f"{size} (order fixed by seed={cfg.seed}), looks after blocks {state.looks}")
+        run_looks(state, variants, jobs, run, look, follow=[reference])
+        return folders, state if blocks > 1 else None
 
 
 def _distributions(dims: list[Dimension]) -> dict[str, Any]:

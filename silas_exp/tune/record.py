@@ -39,6 +39,8 @@ class Candidate(_Record):
     holdout_gain: dict[str, float] = Field(default_factory=dict)  # vs the reference, holdout
     holdout_delta: dict[str, float] = Field(default_factory=dict)  # vs the control, holdout
     proposal: str | None = None  # the written config option (sweep-relative), when it ships
+    cases: int | None = None  # held-out cases it ran
+    stopped_at: int | None = None  # in blocks: the block after whose look it stopped
 
 
 class Certification(_Record):
@@ -47,6 +49,8 @@ class Certification(_Record):
     k: int
     confidence: float  # two-sided, per candidate (Bonferroni over the k)
     holdout_cases: int
+    cases_per_block: int | None = None  # in blocks (sequential): their size, else null
+    looks: list[int] = Field(default_factory=list)  # in blocks: the blocks after which it looked
     candidates: list[Candidate] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 

@@ -44,7 +44,7 @@ def certification_files(sweep_dir: Path, record: TuneRecord, result: AblationRes
                   f"{record.n_trials + record.n_pruned} searched on {record.train_cases} "
                   "training cases), "
                   f"certified ship against {certification.control} on "
-                  f"{certification.holdout_cases} held-out cases.\n"
+                  f"{candidate.cases or certification.holdout_cases} held-out cases.\n"
                   f"Adopt it: cp {sweep_dir / cert.PROPOSED_DIR / 'scorer' / (name + '.yaml')} "
                   f"conf/scorer/{name}.yaml\nthen: python -m silas_exp -m scorer={name}")
         params = {k: as_run(v) for k, v in best.params.items()}
@@ -111,6 +111,8 @@ def summary_lines(record: TuneRecord) -> list[str]:
                 + (f" (gain over untuned {_num(cand.train_gain.get(first))}, on holdout "
                    f"{_num(cand.holdout_gain.get(first))})" if cand else ""))
         if cand:
+            if cand.stopped_at is not None:
+                line += f" — stopped after block {cand.stopped_at} ({cand.cases} held-out cases)"
             line += f" — holdout verdict **{cand.outcome}**: {'; '.join(cand.reasons)}"
             if cand.proposal:
                 line += f" — proposed option: `{cand.proposal}`"
@@ -119,7 +121,12 @@ def summary_lines(record: TuneRecord) -> list[str]:
     if c is not None:
         lines += ["", f"Certification against `{c.control}` with the verdict rule at "
                   f"{c.confidence:.2%} two-sided confidence per candidate (Bonferroni over "
-                  f"k={c.k}); details in `{ABLATION_MD}`."]
+                  f"k={c.k}"
+                  + (f", and spent over {len(c.looks)} looks after blocks "
+                     f"{', '.join(map(str, c.looks))} of {c.cases_per_block} held-out cases: "
+                     "the last look's confidence, each candidate read at its own look's" if c.looks
+                     else "")
+                  + f"); details in `{ABLATION_MD}`."]
         if not any(cert.ships(x) for x in c.candidates):
             lines.append("No candidate ships: nothing is proposed.")
     return lines

@@ -28,8 +28,9 @@ SPACE_KEYS = {"scorer.base.zone.chronicle", "scorer.base.age_decay", "scorer.bas
               "scorer.base.completed_penalty", "scorer.l2"}
 
 
-def study(tmp_path: Path, *args: str, tracking: bool = False) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "silas_exp", "-m", "experiment=tune", "suite=smoke",
+def study(tmp_path: Path, *args: str, tracking: bool = False, suite: str = "smoke"
+          ) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "silas_exp", "-m", "experiment=tune", f"suite={suite}",
            "repeats=2", *args, f"paths.root={tmp_path}", f"paths.suites={REPO / 'suites'}",
            f"hydra.sweep.dir={tmp_path / 'study'}"] + ([] if tracking else ["tracking=none"])
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
