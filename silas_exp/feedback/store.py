@@ -17,6 +17,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import NamedTuple
 
@@ -88,6 +89,15 @@ class CandidateState(NamedTuple):
     relevance: float | None  # retrieval relevance (memory items)
 
 
+def id_list_json(ids: Sequence[str]) -> str:
+    """``json.dumps(ids)``, the same text, without building a JSON encoder per
+    call: each id through the C string encoder ``json.dumps`` itself uses."""
+    try:
+        return "[" + ", ".join(map(encode_basestring_ascii, ids)) + "]"
+    except TypeError:  # an id that is not a str
+        return json.dumps(ids)
+
+
 FLUSH_EVERY = 256  # queued proposals that trigger a write
 
 
@@ -136,9 +146,10 @@ class FeedbackStore:
             proposals.append((
                 proposal.proposal_id, proposal.scope_id, proposal.turn_number,
                 proposal.scorer_model, feedback.resolved_at.isoformat(), feedback.resolved_by,
-                json.dumps(feedback.evicted),
+                id_list_json(feedback.evicted),
                 json.dumps([{"ctx_id": e.ctx_id, "relevance_score": e.relevance_score,
-                             "exclude_reason": e.exclude_reason} for e in feedback.excluded]),
+                             "exclude_reason": e.exclude_reason} for e in feedback.excluded])
+                if feedback.excluded else "[]",
             ))
             pid = proposal.proposal_id
             records = proposal.candidates
