@@ -60,21 +60,24 @@ class LiveItem:
 
     @classmethod
     def from_session(cls, item: SessionItem, max_subscription_tokens: int) -> LiveItem:
-        tokens = item.tokens  # budget.item_tokens inlined: once per session item
-        if tokens is None:
-            tokens = count_tokens(item.text)
-        if item.kind == "subscription":
+        # the session item's fields read from its __dict__, where pydantic keeps them
+        # (a subscript costs about half an attribute look-up on a model)
+        src = item.__dict__
+        tokens, kind, turn, text = src["tokens"], src["kind"], src["turn"], src["text"]
+        if tokens is None:  # budget.item_tokens inlined: once per session item
+            tokens = count_tokens(text)
+        if kind == "subscription":
             tokens = min(tokens, max_subscription_tokens)
         # the state __init__ would set, without its cost per field (a replay builds
         # one LiveItem per session item); the item starts outside any window
         live = object.__new__(cls)
         live.__dict__.update(
-            ctx_id=item.ctx_id, zone=item.zone, kind=item.kind, full_tokens=tokens,
-            _tokens=tokens, born=item.turn, last_ref=item.turn, pinned=item.pinned,
-            group=item.group, tool_name=item.tool_name, status=item.status,
-            relevance=item.relevance, completed_turn=item.completed_turn,
-            refreshed_turns=tuple(item.refreshed_turns), snippet=item.text[:160],
-            masked=False, active=True, facts=tuple(item.facts), text=item.text,
+            ctx_id=src["ctx_id"], zone=src["zone"], kind=kind, full_tokens=tokens,
+            _tokens=tokens, born=turn, last_ref=turn, pinned=src["pinned"],
+            group=src["group"], tool_name=src["tool_name"], status=src["status"],
+            relevance=src["relevance"], completed_turn=src["completed_turn"],
+            refreshed_turns=tuple(src["refreshed_turns"]), snippet=text[:160],
+            masked=False, active=True, facts=tuple(src["facts"]), text=text,
         )
         return live
 
