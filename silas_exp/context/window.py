@@ -69,16 +69,17 @@ class LiveItem:
         if kind == "subscription":
             tokens = min(tokens, max_subscription_tokens)
         # the state __init__ would set, without its cost per field (a replay builds
-        # one LiveItem per session item); the item starts outside any window
+        # one LiveItem per session item); the item starts outside any window. Set
+        # attribute by attribute, in __init__'s order, never through __dict__: the
+        # values then stay inline in the object, which every later read of an
+        # attribute finds about twice as fast as in a dict (CPython 3.11)
         live = object.__new__(cls)
-        live.__dict__.update(
-            ctx_id=src["ctx_id"], zone=src["zone"], kind=kind, full_tokens=tokens,
-            _tokens=tokens, born=turn, last_ref=turn, pinned=src["pinned"],
-            group=src["group"], tool_name=src["tool_name"], status=src["status"],
-            relevance=src["relevance"], completed_turn=src["completed_turn"],
-            refreshed_turns=tuple(src["refreshed_turns"]), snippet=text[:160],
-            masked=False, active=True, facts=tuple(src["facts"]), text=text,
-        )
+        live.ctx_id, live.zone, live.kind, live.full_tokens = src["ctx_id"], src["zone"], kind, tokens
+        live._tokens, live.born, live.last_ref, live.pinned = tokens, turn, turn, src["pinned"]
+        live.group, live.tool_name, live.status = src["group"], src["tool_name"], src["status"]
+        live.relevance, live.completed_turn = src["relevance"], src["completed_turn"]
+        live.refreshed_turns, live.snippet = tuple(src["refreshed_turns"]), text[:160]
+        live.masked, live.active, live.facts, live.text = False, True, tuple(src["facts"]), text
         return live
 
     def __getstate__(self) -> dict:
