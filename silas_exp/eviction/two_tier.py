@@ -54,7 +54,42 @@ def keep_first(scores: dict[str, float]) -> tuple[str, ...]:
 
 def eviction_units(items: list[LiveItem], scores: dict[str, float]) -> list[list[LiveItem]]:
     """Coherence groups (an item without a group is its own), least relevant
-    first: by the group's highest score, then by its first ctx_id."""
+    first: by the group's highest score, then by its first ctx_id. Only the
+    grouped items go through a dict; the units are then sorted by first ctx_id
+    and, stably, by best score, as positions in ``items`` on plain keys (first
+    ctx_ids differ between units: no two keys tie). A NaN score, a ctx_id held
+    twice or a group named like an item take ``units_by_key``, the same order."""
+    ids = [it.ctx_id for it in items]
+    n = len(ids)
+    best = list(map(scores.__getitem__, ids))
+    if not all(map(operator.eq, best, best)) or len(set(ids)) != n:
+        return units_by_key(items, scores)
+    grouped = [k for k, it in enumerate(items) if it.group]
+    units: list = [[it] for it in items]
+    if grouped:
+        first: dict[str, int] = {}
+        for k in grouped:
+            key = items[k].group
+            f = first.get(key)
+            if f is None:
+                first[key] = k
+            else:  # a later member: into its group's first member's unit
+                units[f].append(items[k])
+                units[k] = None
+                if best[k] > best[f]:  # as max() compares
+                    best[f] = best[k]
+        if not first.keys().isdisjoint(ids):  # a group key that is also an item's own
+            return units_by_key(items, scores)
+        order = [k for k in sorted(range(n), key=ids.__getitem__) if units[k] is not None]
+    else:
+        order = sorted(range(n), key=ids.__getitem__)
+    order.sort(key=best.__getitem__)
+    return [units[k] for k in order]
+
+
+def units_by_key(items: list[LiveItem], scores: dict[str, float]) -> list[list[LiveItem]]:
+    """``eviction_units`` through a dict of every unit by its key (the group, or
+    the item's own ctx_id): its definition, for any scores and items."""
     groups: dict[str, list[LiveItem]] = {}
     best: dict[str, float] = {}
     for it in items:
