@@ -74,9 +74,17 @@ def _constant_rows() -> tuple[dict[ContextZone, _RowByKind], np.ndarray]:
 _CONSTANT_ROW, _CONSTANT_TABLE = _constant_rows()
 
 
-# the columns that vary per item, in the order _item_values gives them
+# the columns that vary per item, in the order _item_values gives them: the last
+# six, written as one slice (a basic index: no index array per call)
 _VARYING = [_COLUMN[name] for name in ("log_age", "log_tokens", "is_error", "masked", "completed",
                                        "retrieval_relevance")]
+_VARYING_SLICE = slice(_VARYING[0], _VARYING[-1] + 1)
+assert _VARYING == list(range(len(FEATURES))[_VARYING_SLICE]), "the varying columns must be the last ones"
+_LOG_TOKENS, _RELEVANCE = _COLUMN["log_tokens"], _COLUMN["retrieval_relevance"]
+# log1p of the small ints ages and token counts mostly are, looked up instead of
+# computed: the same floats (math.log1p made them)
+_LOG1P = [math.log1p(n) for n in range(4096)]
+_LOG1P_CUT = len(_LOG1P)
 
 
 def _item_values(items: Sequence[LiveItem], turn: int) -> tuple[list[int], list]:
@@ -87,20 +95,24 @@ def _item_values(items: Sequence[LiveItem], turn: int) -> tuple[list[int], list]
     rows: list[int] = []
     values: list = []
     row, extend, log1p, constant = rows.append, values.extend, math.log1p, _CONSTANT_ROW
+    table, cut = _LOG1P, _LOG1P_CUT
     for it in items:
-        last_ref, done, r = it.last_ref, it.completed_turn, it.relevance
+        last_ref, done, r, tokens = it.last_ref, it.completed_turn, it.relevance, it._tokens
+        age = turn - last_ref if last_ref < turn else 0
         row(constant[it.zone][it.kind])
-        extend((log1p(turn - last_ref if last_ref < turn else 0), log1p(it._tokens),
+        extend((table[age] if age < cut else log1p(age),
+                table[tokens] if 0 <= tokens < cut else log1p(tokens),
                 it.status == "error", it.masked, done is not None and done <= turn,
                 0.5 if r is None else r))
     return rows, values
 
 
 def _matrix(rows: list[int], values: list) -> np.ndarray:
-    x = _CONSTANT_TABLE[rows]
-    x[:, _VARYING] = np.array(values, dtype=float).reshape(len(rows), len(_VARYING))
-    x[:, _COLUMN["log_tokens"]] /= _LOG_1000
-    x[:, _COLUMN["retrieval_relevance"]] -= 0.5
+    n = len(rows)
+    x = _CONSTANT_TABLE[np.fromiter(rows, np.intp, n)]
+    x[:, _VARYING_SLICE] = np.fromiter(values, float, n * len(_VARYING)).reshape(n, len(_VARYING))
+    x[:, _LOG_TOKENS] /= _LOG_1000
+    x[:, _RELEVANCE] -= 0.5
     return x
 
 

@@ -60,22 +60,26 @@ class LiveItem:
 
     @classmethod
     def from_session(cls, item: SessionItem, max_subscription_tokens: int) -> LiveItem:
-        tokens = item.tokens  # budget.item_tokens inlined: once per session item
-        if tokens is None:
-            tokens = count_tokens(item.text)
-        if item.kind == "subscription":
+        # the session item's fields read from its __dict__, where pydantic keeps them
+        # (a subscript costs about half an attribute look-up on a model)
+        src = item.__dict__
+        tokens, kind, turn, text = src["tokens"], src["kind"], src["turn"], src["text"]
+        if tokens is None:  # budget.item_tokens inlined: once per session item
+            tokens = count_tokens(text)
+        if kind == "subscription":
             tokens = min(tokens, max_subscription_tokens)
         # the state __init__ would set, without its cost per field (a replay builds
-        # one LiveItem per session item); the item starts outside any window
+        # one LiveItem per session item); the item starts outside any window. Set
+        # attribute by attribute, in __init__'s order, never through __dict__: the
+        # values then stay inline in the object, which every later read of an
+        # attribute finds about twice as fast as in a dict (CPython 3.11)
         live = object.__new__(cls)
-        live.__dict__.update(
-            ctx_id=item.ctx_id, zone=item.zone, kind=item.kind, full_tokens=tokens,
-            _tokens=tokens, born=item.turn, last_ref=item.turn, pinned=item.pinned,
-            group=item.group, tool_name=item.tool_name, status=item.status,
-            relevance=item.relevance, completed_turn=item.completed_turn,
-            refreshed_turns=tuple(item.refreshed_turns), snippet=item.text[:160],
-            masked=False, active=True, facts=tuple(item.facts), text=item.text,
-        )
+        live.ctx_id, live.zone, live.kind, live.full_tokens = src["ctx_id"], src["zone"], kind, tokens
+        live._tokens, live.born, live.last_ref, live.pinned = tokens, turn, turn, src["pinned"]
+        live.group, live.tool_name, live.status = src["group"], src["tool_name"], src["status"]
+        live.relevance, live.completed_turn = src["relevance"], src["completed_turn"]
+        live.refreshed_turns, live.snippet = tuple(src["refreshed_turns"]), text[:160]
+        live.masked, live.active, live.facts, live.text = False, True, tuple(src["facts"]), text
         return live
 
     def __getstate__(self) -> dict:

@@ -54,7 +54,67 @@ def keep_first(scores: dict[str, float]) -> tuple[str, ...]:
 
 def eviction_units(items: list[LiveItem], scores: dict[str, float]) -> list[list[LiveItem]]:
     """Coherence groups (an item without a group is its own), least relevant
-    first: by the group's highest score, then by its first ctx_id."""
+    first: by the group's highest score, then by its first ctx_id. Only the
+    grouped items go through a dict; the units are then sorted by first ctx_id
+    and, stably, by best score, as positions in ``items`` on plain keys (first
+    ctx_ids differ between units: no two keys tie). A NaN score, a ctx_id held
+    twice or a group named like an item take ``units_by_key``, the same order."""
+    ids = [it.ctx_id for it in items]
+    best = list(map(scores.__getitem__, ids))
+    if not all(map(operator.eq, best, best)) or len(set(ids)) != len(ids):
+        return units_by_key(items, scores)
+    units = _units(items, ids, best, sorted(range(len(ids)), key=ids.__getitem__))
+    return units_by_key(items, scores) if units is None else units
+
+
+def ranked_units(items: list[LiveItem], scores: dict[str, float]
+                 ) -> tuple[tuple[str, ...], list[list[LiveItem]]]:
+    """``keep_first(scores)`` and ``eviction_units(items, scores)`` from one sort
+    of the items by ctx_id, when the scores' keys are the items' ctx_ids (as a
+    scorer gives them): the ranking is that order sorted stably by score in
+    reverse, as keep_first sorts all ctx_ids."""
+    ids = [it.ctx_id for it in items]
+    n = len(ids)
+    best = list(map(scores.__getitem__, ids))
+    if len(scores) != n or not all(map(operator.eq, best, best)) or len(set(ids)) != n:
+        return keep_first(scores), eviction_units(items, scores)
+    by_id = sorted(range(n), key=ids.__getitem__)
+    ranking = tuple(map(ids.__getitem__, sorted(by_id, key=best.__getitem__, reverse=True)))
+    units = _units(items, ids, best, by_id)
+    return ranking, units_by_key(items, scores) if units is None else units
+
+
+def _units(items: list[LiveItem], ids: list[str], best: list[float],
+           by_id: list[int]) -> list[list[LiveItem]] | None:
+    """The units of items with distinct ctx_ids ``ids`` and scores ``best`` (no
+    NaN; group members' entries are overwritten), ``by_id`` their positions by
+    ctx_id; None when a group is named like an item."""
+    grouped = [k for k, it in enumerate(items) if it.group]
+    if not grouped:
+        by_id.sort(key=best.__getitem__)
+        return [[items[k]] for k in by_id]
+    units: list = [[it] for it in items]
+    first: dict[str, int] = {}
+    for k in grouped:
+        key = items[k].group
+        f = first.get(key)
+        if f is None:
+            first[key] = k
+        else:  # a later member: into its group's first member's unit
+            units[f].append(items[k])
+            units[k] = None
+            if best[k] > best[f]:  # as max() compares
+                best[f] = best[k]
+    if not first.keys().isdisjoint(ids):  # a group key that is also an item's own
+        return None
+    order = [k for k in by_id if units[k] is not None]
+    order.sort(key=best.__getitem__)
+    return [units[k] for k in order]
+
+
+def units_by_key(items: list[LiveItem], scores: dict[str, float]) -> list[list[LiveItem]]:
+    """``eviction_units`` through a dict of every unit by its key (the group, or
+    the item's own ctx_id): its definition, for any scores and items."""
     groups: dict[str, list[LiveItem]] = {}
     best: dict[str, float] = {}
     for it in items:
@@ -175,8 +235,8 @@ class TwoTierEviction:
         if scores is None:
             self._fallback(window, turn)
             return
-        self.stats.rankings.append(Ranking(turn, keep_first(scores)))
-        units = eviction_units(items, scores)
+        ranking, units = ranked_units(items, scores)
+        self.stats.rankings.append(Ranking(turn, ranking))
         need = window.usage() - int(self.budget.evict_to_pct * self.budget.total)
         chosen: list[LiveItem] = []
         taken = 0

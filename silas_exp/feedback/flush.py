@@ -175,10 +175,11 @@ def simulated_keepback(request: LLMRequest, rng: np.random.Generator) -> dict:
     sim = request.sim or {}
     needed: Mapping[str, int] = sim.get("needed", {})
     keep, reasons = [], []
+    false_keep, recall = sim.get("false_keep", 0.05), sim.get("recall", 0.85)
     # one uniform per candidate, drawn in one call: the same numbers as a call each
     draws = rng.random(len(needed)).tolist()
     for (ctx_id, grade), u in zip(needed.items(), draws, strict=True):
-        p = sim.get("false_keep", 0.05) if grade <= 0 else sim.get("recall", 0.85) * (0.5 if grade == 1 else 1.0)
+        p = false_keep if grade <= 0 else recall * (0.5 if grade == 1 else 1.0)
         if u < p:
             keep.append(ctx_id)
             reasons.append({"ctx_id": ctx_id, "reason": "still needed" if grade > 0 else "may need"})

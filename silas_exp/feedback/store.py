@@ -17,6 +17,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import NamedTuple
 
@@ -88,6 +89,19 @@ class CandidateState(NamedTuple):
     relevance: float | None  # retrieval relevance (memory items)
 
 
+def id_list_json(ids: Sequence[str]) -> str:
+    """``json.dumps(ids)``, the same text, without building a JSON encoder per
+    call: each id through the C string encoder ``json.dumps`` itself uses."""
+    try:
+        return "[" + ", ".join(map(encode_basestring_ascii, ids)) + "]"
+    except TypeError:  # an id that is not a str
+        return json.dumps(ids)
+
+
+# bound for NULL: SQLite stores a NaN as NULL (sqlite3VdbeMemSetDouble), and sqlite3
+# binds a float without the adapter look-up that None goes through
+_NULL = float("nan")
+
 FLUSH_EVERY = 256  # queued proposals that trigger a write
 
 
@@ -136,9 +150,10 @@ class FeedbackStore:
             proposals.append((
                 proposal.proposal_id, proposal.scope_id, proposal.turn_number,
                 proposal.scorer_model, feedback.resolved_at.isoformat(), feedback.resolved_by,
-                json.dumps(feedback.evicted),
+                id_list_json(feedback.evicted),
                 json.dumps([{"ctx_id": e.ctx_id, "relevance_score": e.relevance_score,
-                             "exclude_reason": e.exclude_reason} for e in feedback.excluded]),
+                             "exclude_reason": e.exclude_reason} for e in feedback.excluded])
+                if feedback.excluded else "[]",
             ))
             pid = proposal.proposal_id
             records = proposal.candidates
@@ -146,12 +161,14 @@ class FeedbackStore:
                 records = [(c.ctx_id, c.zone, c.relevance_score, c.age_turns, c.token_count)
                            for c in records]
             # records and states unpacked as tuples (field order: CandidateRecord's and
-            # CandidateState's); flags bound as exact ints: sqlite3 binds an exact int,
+            # CandidateState's); flags bound as exact ints and a missing status or
+            # relevance as NaN, which SQLite stores as NULL: sqlite3 binds an exact int,
             # float or str directly, anything else (a bool, None) through its adapter
             # look-up (~0.3 us a value)
             candidates += [
-                (pid, rank, cid, ZONE_TEXT[zone], kind, score, age, tokens, status,
-                 1 if masked else 0, 1 if completed else 0, relevance, 1 if cid in excluded else 0)
+                (pid, rank, cid, ZONE_TEXT[zone], kind, score, age, tokens,
+                 _NULL if status is None else status, 1 if masked else 0, 1 if completed else 0,
+                 _NULL if relevance is None else relevance, 1 if cid in excluded else 0)
                 for rank, ((cid, zone, score, age, tokens), (kind, status, masked, completed, relevance))
                 in enumerate(zip(records, observed, strict=True))
             ]

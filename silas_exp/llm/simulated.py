@@ -41,6 +41,7 @@ def _tokens(text: str) -> int:
 
 
 _SCHEMA_CHARS: dict[int, tuple[object, int]] = {}
+_ANSWER_JSON = json.JSONEncoder(sort_keys=True)
 
 
 def _schema_chars(schema) -> int:
@@ -69,7 +70,7 @@ class SimulatedBackend:
 
     def answer(self, request: LLMRequest, namespace: str) -> LLMResponse:
         data = responder_for(request.task)(request, self.rng_for(request, namespace))
-        text = json.dumps(data, sort_keys=True)
+        text = _ANSWER_JSON.encode(data)  # json.dumps(data, sort_keys=True), without an encoder built per call
         # the prompt's length, as the text a real call sends (system, messages, the schema as a tool)
         chars = len(request.system or "") + sum(len(m.content) for m in request.messages)
         if request.output_schema is not None:

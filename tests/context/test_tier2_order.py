@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from silas_exp.context.window import LiveItem
-from silas_exp.eviction.two_tier import eviction_units, keep_first
+from silas_exp.eviction.two_tier import eviction_units, keep_first, ranked_units, units_by_key
 from silas_exp.schema.eviction import ContextZone as Z
 
 
@@ -59,3 +59,33 @@ def test_eviction_units_are_groups_by_best_score_then_first_ctx_id(kind):
         if kind != "nan":
             best = [max(scores[i.ctx_id] for i in u) for u in units]
             assert best == sorted(best) and not any(math.isnan(b) for b in best)
+
+
+@pytest.mark.parametrize("kind", ["floats", "ties", "ints", "nan"])
+def test_positional_orders_equal_their_definitions(kind):
+    """eviction_units and ranked_units (positions in the window, one sort by
+    ctx_id) against units_by_key and keep_first, on random windows with tied
+    scores, shared groups, a group named like an item, a ctx_id held twice and
+    a score for an item not in the window."""
+    rng = np.random.default_rng(23)
+    for trial in range(120):
+        n = int(rng.integers(0, 50))
+        scores = _scores(rng, n, kind)
+        ids = list(scores)
+        rng.shuffle(ids)
+        if n and trial % 7 == 0:
+            ids.append(ids[0])  # a ctx_id held twice
+        elif n and trial % 6 == 0:
+            ids.pop()  # a score for an item not in the window
+        named = ids[-1] if ids and trial % 5 == 0 else None  # a group named like an item
+        items = [LiveItem(ctx_id=c, zone=Z.CHRONICLE, kind="agent_response", full_tokens=10,
+                          tokens=10, born=0, last_ref=0,
+                          group=(named if named and rng.random() < 0.1 else
+                                 f"g{rng.integers(4)}" if rng.random() < 0.3 else
+                                 "" if rng.random() < 0.05 else None))
+                 for c in ids]
+        expected = [[i.ctx_id for i in u] for u in units_by_key(items, scores)]
+        assert [[i.ctx_id for i in u] for u in eviction_units(items, scores)] == expected
+        ranking, units = ranked_units(items, scores)
+        assert ranking == keep_first(scores)
+        assert [[i.ctx_id for i in u] for u in units] == expected

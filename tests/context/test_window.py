@@ -25,6 +25,8 @@ def test_from_session_sets_every_field_as_init_would():
                        text=src.text)
     assert live == by_init and _state(live) == _state(by_init)
     assert live.__dict__ == by_init.__dict__  # a field added to LiveItem must be set here too
+    # in __init__'s order: the class's shared attribute layout, values inline in the object
+    assert list(live.__dict__) == list(by_init.__dict__)
 
 
 def test_snapshot_is_a_copy_outside_the_window():

@@ -3,6 +3,7 @@ the feature rows the scorers saw from it, equal to the bit."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import numpy as np
@@ -12,7 +13,7 @@ from silas_exp.context.features import feature_matrix
 from silas_exp.context.window import LiveItem
 from silas_exp.eviction.two_tier import candidate_records
 from silas_exp.feedback.flush import candidate_state, feedback_record
-from silas_exp.feedback.store import FeedbackStore
+from silas_exp.feedback.store import FeedbackStore, id_list_json
 from silas_exp.schema.eviction import ContextZone, ProposalRecord
 
 KINDS = ("user_message", "agent_response", "tool_result", "memory", "plan", "subscription", "ack",
@@ -65,3 +66,28 @@ def test_a_candidate_without_its_state_is_refused():
                               candidate_records(items, {"c000": 0.1, "c001": 0.2}, 10))
     with pytest.raises(ValueError, match="2 candidates, 1 candidate states"):
         store.record(proposal, feedback_record(proposal, "auto", {}), [candidate_state(items[0], 10)])
+
+
+@pytest.mark.parametrize("ids", [(), ("a",), ("c001", 'q"uote\\', "é\n"), ["x", 3]])
+def test_id_list_json_is_the_text_json_dumps_gives(ids):
+    assert id_list_json(ids) == json.dumps(ids)
+
+
+def test_a_missing_status_or_relevance_is_stored_as_null():
+    """The store binds a missing status or retrieval relevance as NaN, which
+    SQLite stores as NULL: the column reads back None, typed null."""
+    item = LiveItem(ctx_id="c1", zone=ContextZone.MEMORY, kind="memory", full_tokens=10, tokens=10,
+                    born=0, last_ref=0, status=None, relevance=None)
+    other = LiveItem(ctx_id="c2", zone=ContextZone.MEMORY, kind="memory", full_tokens=10, tokens=10,
+                     born=0, last_ref=0, status="ok", relevance=0.25)
+    proposal = ProposalRecord("s:1:0", "s", 1, datetime.now(UTC), "heuristic",
+                              candidate_records([item, other], {"c1": 0.1, "c2": 0.2}, 1))
+    store = FeedbackStore()
+    store.record(proposal, feedback_record(proposal, "auto", {}),
+                 [candidate_state(item, 1), candidate_state(other, 1)])
+    store.flush()
+    rows = store._db.execute(
+        "SELECT ctx_id, status, typeof(status), retrieval_relevance, typeof(retrieval_relevance) "
+        "FROM eviction_candidates ORDER BY ctx_id").fetchall()
+    assert rows == [("c1", None, "null", None, "null"), ("c2", "ok", "text", 0.25, "real")]
+    store.close()
