@@ -62,7 +62,7 @@ class RecordedJobs:
         self.launched: list[list[str]] = []
 
     def cases(self, job: list[str]) -> list[str]:
-        from silas_exp.run.blocks import block_of
+        from silas_exp.data.suites.blocks import block_of
 
         ids = list(self.split.part(option(job, "suite.split")))
         size = option(job, "cases_per_block", str(self.cfg.cases_per_block))

@@ -338,7 +338,7 @@ class SilasSweeper(BasicSweeper):
         """Sequential over cases: round b runs block b of the suite's cases,
         every repeat, for the control and every variant still open."""
         from silas_exp.analysis.adaptive import AdaptiveState
-        from silas_exp.run.blocks import block_of, n_blocks
+        from silas_exp.data.suites.blocks import block_of, n_blocks
 
         cfg = self.config
         settings, sweep_dir, variants = self._study(arguments)

@@ -22,6 +22,7 @@ from pathlib import Path
 from silas_exp.config import ExperimentConfig, job_seed
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import Flush, ReplayStats
+from silas_exp.data.suites.blocks import block_of
 from silas_exp.data.suites.expected import judge_case
 from silas_exp.data.suites.loader import (
     CaseList,
@@ -46,7 +47,6 @@ from silas_exp.probes.pipeline import run_probe_case
 from silas_exp.probes.report import PROBE_TABLE, run_probe_metrics
 from silas_exp.records import CASES_FILE, CaseLog, case_results
 from silas_exp.run import disk_cache
-from silas_exp.run.blocks import block_of
 from silas_exp.run.calibration import _calibrate
 from silas_exp.run.failures import FailureLog
 from silas_exp.run.failures import write as write_failures

@@ -25,10 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from silas_exp.analysis.adaptive import AdaptiveState, look_and_close, run_looks
 from silas_exp.config import ExperimentConfig
+from silas_exp.data.suites.blocks import n_blocks
 from silas_exp.data.suites.memo import load_suite_cached
 from silas_exp.errors import ConfigError, pydantic_error_to_config_error
 from silas_exp.records import read_manifest, write_manifest
-from silas_exp.run.blocks import n_blocks
 from silas_exp.tune import certify as cert
 from silas_exp.tune import study as st
 from silas_exp.tune.record import SPLIT_FILE, TrialScore, TuneRecord

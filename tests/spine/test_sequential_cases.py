@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
+from silas_exp.data.suites.blocks import block_of, block_order, n_blocks
 from silas_exp.data.suites.loader import _check_case, load_suite
 from silas_exp.data.suites.pool import POOLS, Pool, generate
 from silas_exp.errors import ConfigError
-from silas_exp.run.blocks import block_of, block_order, n_blocks
 
 from ..conftest import REPO
 
