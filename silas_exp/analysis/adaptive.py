@@ -27,6 +27,7 @@ from silas_exp.analysis.data import load_sweep_dir
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
 from silas_exp.metrics.registry import gated_for, spec
+from silas_exp.records import ADAPTIVE_FILE
 from silas_exp.stats import MetricCall, Oriented, Outcome
 from silas_exp.stats.sequential import (
     chances_at_max,
@@ -37,8 +38,6 @@ from silas_exp.stats.sequential import (
     look_z,
     spending_confidences,
 )
-
-ADAPTIVE_FILE = "adaptive.json"
 
 
 @dataclass
@@ -97,7 +96,11 @@ class AdaptiveState:
     @classmethod
     def read(cls, folder: Path) -> AdaptiveState | None:
         path = folder / ADAPTIVE_FILE
-        return cls(**json.loads(path.read_text())) if path.is_file() else None
+        return cls.from_json(path.read_text()) if path.is_file() else None
+
+    @classmethod
+    def from_json(cls, text: str) -> AdaptiveState:
+        return cls(**json.loads(text))
 
 
 def _undecided(r: AblationResult, variant: str):
@@ -196,13 +199,12 @@ def close_decided(result: AblationResult, data, state: AdaptiveState, round_: in
             state.closed[variant] = {"round": round_, "outcome": vv.outcome.value, "why": why}
 
 
-def read_as_decided(folder: Path, settings: AnalysisSettings | None
+def read_as_decided(state: AdaptiveState | None, settings: AnalysisSettings | None
                     ) -> tuple[AnalysisSettings | None, dict[str, float] | None, list[str]]:
-    """How to re-read a sweep folder as its study decided it: the settings at
-    the last look's confidence, each stopped variant's own look confidence and
-    the report lines of the plan. A folder without a sequential plan reads as
-    it is (``settings``, None, [])."""
-    state = AdaptiveState.read(folder)
+    """How to re-read a sweep as its study decided it (``state``: its
+    ``adaptive.json``): the settings at the last look's confidence, each
+    stopped variant's own look confidence and the report lines of the plan.
+    A sweep without a sequential plan reads as it is (``settings``, None, [])."""
     if state is None or settings is None:
         return settings, None, []
     return (settings.model_copy(update={"confidence": state.confidence}),

@@ -62,23 +62,36 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any]:
     return SweepData(sweep_id, command, jobs), parent
 
 
+def sequential_state(uri: str, parent: Any) -> Any:
+    """The plan and stops of a sequential sweep, from its parent run's
+    ``adaptive.json`` (None for a sweep of fixed size)."""
+    from silas_exp.analysis.adaptive import AdaptiveState
+    from silas_exp.records import ADAPTIVE_FILE
+    from silas_exp.tracking.reader import Reader
+
+    text = Reader(uri).artifact_text(parent.info.run_id, ADAPTIVE_FILE) if parent else None
+    return AdaptiveState.from_json(text) if text else None
+
+
 def cmd_ablation(args) -> int:
     from silas_exp.analysis.ablation import ablation
-    from silas_exp.analysis.adaptive import read_as_decided
+    from silas_exp.analysis.adaptive import AdaptiveState, read_as_decided
     from silas_exp.analysis.data import load_baseline, load_sweep_dir
     from silas_exp.analysis.plots import ablation_plots
     from silas_exp.analysis.report import ablation_markdown
 
     settings = ablation_settings(args)
     suite_dir = Path(args.suite_dir) if args.suite_dir else None
-    own, notes = None, []
     if Path(args.sweep).is_dir():
         data, parent = load_sweep_dir(Path(args.sweep), suite_dir), None
-        if args.confidence is None:  # a sequential study: read as it decided, look by look
-            settings, own, notes = read_as_decided(Path(args.sweep), settings)
+        state = AdaptiveState.read(Path(args.sweep))
     else:
         data, parent = load_sweep_from_mlflow(args.tracking_uri, args.sweep)
         data.baseline = load_baseline(suite_dir) if suite_dir else None
+        state = sequential_state(args.tracking_uri, parent)
+    own, notes = None, []
+    if args.confidence is None:  # a sequential study: read as it decided, look by look
+        settings, own, notes = read_as_decided(state, settings)
     result = ablation(data, settings, metrics=args.metrics, use_sprt=args.sprt, mde=args.mde,
                       confidence_of=own)
     result.notes += notes

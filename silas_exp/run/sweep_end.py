@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from silas_exp.analysis.summary import JobRecord, failures, read_job_records, variant_table
 from silas_exp.config import ExperimentConfig
 from silas_exp.errors import SilasExpError
-from silas_exp.records import MANIFEST_FILE, SweepEnd, read_manifest, write_sweep_end
+from silas_exp.records import ADAPTIVE_FILE, MANIFEST_FILE, SweepEnd, read_manifest, write_sweep_end
 from silas_exp.run.console import spend
 from silas_exp.tune.record import is_study
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the analysis imports scipy and matplotlib: only when a swee
 SUMMARY_FILE = "summary.md"
 ABLATION_FILE = "ablation.md"
 ABLATION_DIR = "ablation"  # the report's plots
-PARENT_FILES = (SUMMARY_FILE, MANIFEST_FILE, ABLATION_FILE)  # attached to the parent run
+PARENT_FILES = (SUMMARY_FILE, MANIFEST_FILE, ABLATION_FILE, ADAPTIVE_FILE)  # on the parent run
 
 
 @dataclass
@@ -151,7 +151,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
             print(no_control_note(variants.pop(), cfg.analysis.controls))
         return None
     from silas_exp.analysis.ablation import ablation
-    from silas_exp.analysis.adaptive import read_as_decided
+    from silas_exp.analysis.adaptive import AdaptiveState, read_as_decided
     from silas_exp.analysis.data import load_sweep_dir
     from silas_exp.analysis.decision import decision_sentence
     from silas_exp.analysis.html import ablation_html
@@ -164,7 +164,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
         data = load_sweep_dir(sweep_dir, Path(cfg.suite.path) if cfg else None)
         settings = cfg.analysis if cfg else None
         # each variant read at the confidence of the look it stopped at
-        settings, own, notes = read_as_decided(sweep_dir, settings)
+        settings, own, notes = read_as_decided(AdaptiveState.read(sweep_dir), settings)
         result = ablation(data, settings, confidence_of=own)
         result.notes += notes
         plots = ablation_plots(result, data, sweep_dir / ABLATION_DIR)

@@ -52,6 +52,14 @@ class Reader:
                                         "(its per-case results)") from None
             return result.with_cases(path.parent)
 
+    def artifact_text(self, run_id: str, name: str) -> str | None:
+        """A text artifact of a run, or None when the run has none of that name."""
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                return self.store.download_artifact(run_id, name, Path(tmp)).read_text()
+            except Exception:
+                return None
+
     def experiment_by_name(self, name: str) -> Any:
         return self.store.get_experiment_by_name(name)
 

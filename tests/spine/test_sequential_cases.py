@@ -90,3 +90,24 @@ def test_repeats_auto_with_blocks_is_refused_before_any_job(cli):
     assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
     assert "cases_per_block=null repeats=auto" in res.stderr
     assert "[job " not in res.stdout
+
+
+def test_a_sequential_sweep_reads_back_from_mlflow_as_it_decided(cli, tmp_path):
+    # the parent run keeps the plan (adaptive.json), so a re-analysis from MLflow alone
+    # reads each variant at the look it stopped at, as the sweep's own report did
+    res = cli("-m", "scorer=weights,online", "cases_per_block=6", "suite.max_cases=18",
+              "repeats=1")
+    assert res.returncode == 0, res.stderr[-3000:]
+    sweep_id = json.loads((tmp_path / "multirun" / "sweep.json").read_text())["sweep_id"]
+    again = subprocess.run([sys.executable, "-m", "silas_exp.cli.main", "ablation", sweep_id,
+                            "--tracking-uri", f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}",
+                            "--out", str(tmp_path / "again")], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300,
+                           env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"})
+    assert again.returncode == 0, again.stderr[-2000:]
+
+    def rows(md: str) -> list[str]:
+        return [line for line in md.splitlines() if line.startswith(("| scorer=", "- note:"))]
+    report = (tmp_path / "multirun" / "ablation.md").read_text()
+    assert any("stopped after block" in line for line in rows(report))
+    assert rows((tmp_path / "again" / "ablation.md").read_text()) == rows(report)
