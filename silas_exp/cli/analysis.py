@@ -48,10 +48,13 @@ def ablation_settings(args):
         raise pydantic_error_to_config_error(exc, prefix="analysis") from None
 
 
-def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any]:
+def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any]:
     """A sweep's finished jobs read back from MLflow (their result artifacts),
-    and its parent run (None if absent)."""
+    its parent run (None if absent) and, for a sequential sweep, the plan and
+    stops its parent run keeps (``adaptive.json``; else None)."""
+    from silas_exp.analysis.adaptive import AdaptiveState
     from silas_exp.analysis.data import SweepData, job_from_result, latest_per_job, merge_blocks
+    from silas_exp.records import ADAPTIVE_FILE
     from silas_exp.tracking.reader import Reader
 
     reader = Reader(uri)
@@ -59,18 +62,9 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any]:
     jobs = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
                          for r in latest_per_job(children)])
     command = parent.data.tags.get("silas.command", "") if parent else ""
-    return SweepData(sweep_id, command, jobs), parent
-
-
-def sequential_state(uri: str, parent: Any) -> Any:
-    """The plan and stops of a sequential sweep, from its parent run's
-    ``adaptive.json`` (None for a sweep of fixed size)."""
-    from silas_exp.analysis.adaptive import AdaptiveState
-    from silas_exp.records import ADAPTIVE_FILE
-    from silas_exp.tracking.reader import Reader
-
-    text = Reader(uri).artifact_text(parent.info.run_id, ADAPTIVE_FILE) if parent else None
-    return AdaptiveState.from_json(text) if text else None
+    text = reader.artifact_text(parent.info.run_id, ADAPTIVE_FILE) if parent else None
+    return (SweepData(sweep_id, command, jobs), parent,
+            AdaptiveState.from_json(text) if text else None)
 
 
 def cmd_ablation(args) -> int:
@@ -86,9 +80,8 @@ def cmd_ablation(args) -> int:
         data, parent = load_sweep_dir(Path(args.sweep), suite_dir), None
         state = AdaptiveState.read(Path(args.sweep))
     else:
-        data, parent = load_sweep_from_mlflow(args.tracking_uri, args.sweep)
+        data, parent, state = load_sweep_from_mlflow(args.tracking_uri, args.sweep)
         data.baseline = load_baseline(suite_dir) if suite_dir else None
-        state = sequential_state(args.tracking_uri, parent)
     own, notes = None, []
     if args.confidence is None:  # a sequential study: read as it decided, look by look
         settings, own, notes = read_as_decided(state, settings)
