@@ -68,8 +68,8 @@ class AdaptiveState:
         over the pool's)."""
         looks = look_rounds(1, blocks) if blocks > 1 else [1]
         cases = [min(b * cases_per_block, pool_cases) for b in looks]
-        confidences = spending_confidences(settings.confidence, tuple(
-            n / pool_cases for n in cases)) if len(looks) > 1 else [settings.confidence]
+        confidences = spending_confidences(settings.confidence,
+                                           tuple(n / pool_cases for n in cases))
         return cls(1, blocks, looks, confidences[-1], unit="block",
                    cases_per_block=cases_per_block, pool_cases=pool_cases, seed=seed,
                    confidences=confidences)

@@ -126,9 +126,11 @@ def spending_confidences(confidence: float, fractions: tuple[float, ...],
                          rho: float = SPENDING_RHO) -> list[float]:
     """Two-sided confidence of each look's interval (each side a one-sided
     test at the look's boundary) so that the looks spend the one-sided alpha
-    of ``confidence`` by ``spending_bounds``."""
+    of ``confidence`` by ``spending_bounds``. One look is the plain test."""
     from scipy.stats import norm
 
+    if len(fractions) == 1:
+        return [confidence]
     alpha = (1 - confidence) / 2
     return [1 - 2 * float(norm.sf(c)) for c in spending_bounds(tuple(fractions), alpha, rho)]
 
