@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -85,14 +86,26 @@ class PromptScorerSettings(ScorerSettings):
 
 def item_line(it: LiveItem, turn: int) -> str:
     """One item's line of the prompt, ``ITEM_LINE`` filled in (written out as
-    one f-string: a prompt has a line per evictable item, every call)."""
-    completed = it.completed_turn is not None and it.completed_turn <= turn  # LiveItem.completed
-    flags = ",".join([f for f, on in (("masked", it.masked), ("completed", completed),
-                                      ("inactive", not it.active)) if on]
-                     + ([f"rel={it.relevance:.2f}"] if it.relevance is not None else []))
-    snippet = one_line(it.snippet).replace("|", "/")
-    return (f"{it.ctx_id} | {ZONE_TEXT[it.zone]} | {it.kind} | age={max(0, turn - it.last_ref)} | "
-            f"tokens={it.tokens} | {it.status or 'ok'} | {flags or '-'} | {snippet or '-'}")
+    one f-string: a prompt has a line per evictable item, every call; most
+    items have no flag, and their snippets repeat from call to call)."""
+    done, masked, active, rel = it.completed_turn, it.masked, it.active, it.relevance
+    completed = done is not None and done <= turn  # LiveItem.completed
+    if masked or completed or not active or rel is not None:
+        flags = ",".join([f for f, on in (("masked", masked), ("completed", completed),
+                                          ("inactive", not active)) if on]
+                         + ([f"rel={rel:.2f}"] if rel is not None else [])) or "-"
+    else:
+        flags = "-"
+    last_ref = it.last_ref
+    return (f"{it.ctx_id} | {ZONE_TEXT[it.zone]} | {it.kind} | "
+            f"age={turn - last_ref if last_ref < turn else 0} | tokens={it._tokens} | "
+            f"{it.status or 'ok'} | {flags} | {_line_snippet(it.snippet)}")
+
+
+@lru_cache(maxsize=8192)
+def _line_snippet(snippet: str) -> str:
+    """A snippet as an item line shows it: one line, no ``|`` (the field separator)."""
+    return one_line(snippet).replace("|", "/") or "-"
 
 
 def render_prompt(template: PromptSettings, items: Sequence[LiveItem], turn: int,
@@ -149,21 +162,37 @@ def _build_prompt(settings: PromptScorerSettings, ctx: ScorerContext) -> PromptS
 # ---- simulated small model -------------------------------------------------
 
 _PRIOR = HeuristicWeights()
-_ZONE_PRIOR = _PRIOR.zone.model_dump()
-_KIND_PRIOR = _PRIOR.kind.model_dump()
+# the prior's terms as _logit adds them: 4·(p − 0.5) per zone and kind (0 for one
+# it does not know), the weights as plain floats (each the same float as before)
+_ZONE_TERM = {zone: 4 * (p - 0.5) for zone, p in _PRIOR.zone.model_dump().items()}
+_KIND_TERM = {kind: 4 * (p - 0.5) for kind, p in _PRIOR.kind.model_dump().items()}
+_AGE_DECAY, _SIZE_PENALTY, _ERROR_BOOST = _PRIOR.age_decay, _PRIOR.size_penalty, _PRIOR.error_boost
+_MASKED_PENALTY, _COMPLETED_PENALTY = _PRIOR.masked_penalty, _PRIOR.completed_penalty
+_RETRIEVAL_WEIGHT = _PRIOR.retrieval_weight
 _LOG_1000 = math.log(1000.0)
 _REL_RE = re.compile(r"rel=([\d.]+)")
+# age_bucket of the ages most items have, looked up
+_AGE_BUCKET = [age_bucket(age) for age in range(64)]
+
+
+def _logit(zone: str, kind: str, age: int, tokens: int, status: str, flags: str) -> float:
+    """The prior's logit of an item line's fields (``_LINE_RE``'s groups)."""
+    z = _ZONE_TERM.get(zone, 0.0) + _KIND_TERM.get(kind, 0.0)
+    z -= _AGE_DECAY * math.log1p(age)
+    z -= _SIZE_PENALTY * math.log1p(tokens) / _LOG_1000
+    z += _ERROR_BOOST * (status == "error")
+    z -= _MASKED_PENALTY * ("masked" in flags) + _COMPLETED_PENALTY * ("completed" in flags)
+    rel = _REL_RE.search(flags) if "rel=" in flags else None
+    return z + _RETRIEVAL_WEIGHT * ((float(rel.group(1)) if rel else 0.5) - 0.5)
 
 
 def _prior_logit(m: re.Match[str]) -> float:
-    zone, kind, flags = m["zone"], m["kind"], m["flags"]
-    z = 4 * (_ZONE_PRIOR.get(zone, 0.5) - 0.5) + 4 * (_KIND_PRIOR.get(kind, 0.5) - 0.5)
-    z -= _PRIOR.age_decay * math.log1p(int(m["age"]))
-    z -= _PRIOR.size_penalty * math.log1p(int(m["tokens"])) / _LOG_1000
-    z += _PRIOR.error_boost * (m["status"] == "error")
-    z -= _PRIOR.masked_penalty * ("masked" in flags) + _PRIOR.completed_penalty * ("completed" in flags)
-    rel = _REL_RE.search(flags) if "rel=" in flags else None
-    return z + _PRIOR.retrieval_weight * ((float(rel.group(1)) if rel else 0.5) - 0.5)
+    return _logit(m["zone"], m["kind"], int(m["age"]), int(m["tokens"]), m["status"], m["flags"])
+
+
+def _shift(g: re.Match[str]) -> float:
+    """A guidance line's logit shift, clip(6·(R − O), −2.5, 2.5)."""
+    return min(max(6.0 * (int(g["r"]) - int(g["o"])) / 100.0, -2.5), 2.5)
 
 
 def parse_guidance(text: str) -> dict[tuple[str, str], float]:
@@ -172,23 +201,32 @@ def parse_guidance(text: str) -> dict[tuple[str, str], float]:
     for line in text.splitlines():
         g = _GUIDE_RE.match(line.strip())
         if g:
-            delta = 6.0 * (int(g["r"]) - int(g["o"])) / 100.0
-            shifts[(g["dim"], g["key"])] = float(np.clip(delta, -2.5, 2.5))
+            shifts[(g["dim"], g["key"])] = _shift(g)
     return shifts
 
 
 @register_responder("scorer")
 def simulated_scorer(request: LLMRequest, rng: np.random.Generator) -> dict:
     text = "\n".join(m.content for m in request.messages)
-    shifts = parse_guidance(text)
-    scored: list[tuple[str, float]] = []
+    # one pass over the lines: item lines (their prior logits) and guidance lines
+    # (parse_guidance's shifts, the last line of a key winning); no line is both
+    shifts: dict[tuple[str, str], float] = {}
+    items: list[tuple[str, str, int, float]] = []
+    line_re, guide_re = _LINE_RE, _GUIDE_RE
     for line in text.splitlines():
-        m = _LINE_RE.match(line.strip())
-        if not m:
+        line = line.strip()
+        m = line_re.match(line)
+        if m is None:
+            g = guide_re.match(line)
+            if g:
+                shifts[(g["dim"], g["key"])] = _shift(g)
             continue
-        z = _prior_logit(m)
-        z += shifts.get(("zone", m["zone"]), 0.0) + shifts.get(("age", age_bucket(int(m["age"]))), 0.0)
-        scored.append((m["ctx_id"], z))
+        ctx_id, zone, kind, age, tokens, status, flags = m.groups()
+        age = int(age)
+        items.append((ctx_id, zone, age, _logit(zone, kind, age, int(tokens), status, flags)))
+    scored = [(ctx_id, z + (shifts.get(("zone", zone), 0.0)
+                            + shifts.get(("age", _AGE_BUCKET[age] if age < 64 else age_bucket(age)), 0.0)))
+              for ctx_id, zone, age, z in items]
     # one N(0, 0.25) draw per item, in item order: one call draws the same
     # numbers as a call per item, for a fraction of the cost
     noise = rng.normal(0.0, 0.25, size=len(scored)).tolist()
