@@ -38,6 +38,7 @@ class NeedOracle:
             else:
                 turns.append(t)
                 self._grades[ctx_id].append(grade)
+        self._memo: dict[tuple[int, int], dict[str, int]] = {}
 
     # the last (turn, horizon) asked of max_grade_within and its needed_within
     _within_turn = _within_horizon = None
@@ -56,7 +57,16 @@ class NeedOracle:
     def needed_within(self, turn: int, horizon: int) -> dict[str, int]:
         """Every item needed in turns (turn, turn + horizon], with its highest
         grade there: ``max_grade_within`` of each of them (an item not listed
-        has 0), from one slice of the needs instead of a look-up per item."""
+        has 0), from one slice of the needs instead of a look-up per item.
+        Kept per (turn, horizon): the replay's keep-backs and the metrics after
+        it ask about the same Tier-2 turns. Shared, so read it, never change it."""
+        key = (turn, horizon)
+        best = self._memo.get(key)
+        if best is None:
+            best = self._memo[key] = self._slice(turn, horizon)
+        return best
+
+    def _slice(self, turn: int, horizon: int) -> dict[str, int]:
         lo = bisect_right(self._need_turns, turn)
         hi = bisect_right(self._need_turns, turn + horizon)
         best: dict[str, int] = {}
