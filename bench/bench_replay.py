@@ -17,6 +17,12 @@ each replaying the same sessions through the context manager:
   feedback store (in memory unless ``--store`` names a file). What a job of
   the default sweep replays.
 
+``--scorer`` picks Tier 2's scorer (the control, ``heuristic``, by default).
+``--scorer prompt`` is what the README sweep's prompt jobs replay: every
+Tier-2 call renders the scorer prompt (``conf/prompt/default.yaml``, no
+guidance lines: there is no calibration here) and the simulated small model
+reads it back; in a README sweep that is the costliest variant's turn.
+
 Suite loading and session generation are left out. Sessions are generated at
 3x over budget (budget = the Tier-1-only peak / 3, as the shipped suites size
 theirs). The two workloads evict differently (keep-backs hold items in the
@@ -59,6 +65,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
 from _results import save  # bench/ helper
 
 from silas_exp.context.budget import PROFILES, TokenBudget
@@ -72,8 +79,12 @@ from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.run import gc_policy
 from silas_exp.scorers import ScorerContext, build_scorer, validate_scorer_settings
+from silas_exp.scorers.prompt import PromptSettings
 
 REPO = Path(__file__).resolve().parents[1]
+# the scorer prompt template a job composes by default (``prompt=default``), for --scorer prompt
+PROMPT = PromptSettings(**{k: v for k, v in yaml.safe_load(
+    (REPO / "conf" / "prompt" / "default.yaml").read_text()).items() if k != "defaults"})
 HORIZON = 20  # the oracle scorer's look-ahead (metrics.horizon)
 TARGET = 20_000  # turns per CPU-second, for the headline workload
 # workload -> whether the main model's keep-backs (and so the feedback store) run
@@ -118,9 +129,10 @@ class Timers:
 
 
 def one_pass(sessions, settings, store_path: str, keepbacks: bool,
-             timers: Timers | None = None) -> tuple[int, float, float]:
-    """Replay every session once; (turns, CPU seconds, wall seconds). Without
-    ``keepbacks`` no proposal reaches the main model and the store stays empty."""
+             timers: Timers | None = None) -> tuple[int, float, float, dict[str, float]]:
+    """Replay every session once; (turns, CPU seconds, wall seconds, the model
+    calls made per task). Without ``keepbacks`` no proposal reaches the main
+    model and the store stays empty."""
     llm = build_client(LLMSettings(cache_mode="off"), seed=1, cache_dir=None)
     store = FeedbackStore(store_path)
     if timers:
@@ -132,7 +144,7 @@ def one_pass(sessions, settings, store_path: str, keepbacks: bool,
         stats = ReplayStats()
         scorer = build_scorer(settings, ScorerContext(
             seed=1, namespace=s.session_id, scorer_model="claude-haiku-4-5", llm=llm,
-            oracle=lambda cid, t, oracle=oracle: oracle.need_score(cid, t, HORIZON)))
+            prompt=PROMPT, oracle=lambda cid, t, oracle=oracle: oracle.need_score(cid, t, HORIZON)))
         broker = KeepBackBroker(MainModelSettings("claude-sonnet-4-5", "simulated"), llm, store,
                                 s.session_id, 1, oracle.max_grade_within)
         strategy = TwoTierEviction(TwoTierSettings(keepbacks=keepbacks), budget, PROFILES[s.profile], scorer, broker,
@@ -146,12 +158,14 @@ def one_pass(sessions, settings, store_path: str, keepbacks: bool,
         turns += s.turns
     store.close()
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    calls = {k.removeprefix("llm.calls."): v for k, v in llm.accounting.as_metrics().items()
+             if k.startswith("llm.calls.")}
     llm.close()
-    return turns, cpu, wall
+    return turns, cpu, wall, calls
 
 
 def run_passes(sessions, settings, store: str, count: int, keepbacks: bool,
-               timers: Timers | None = None) -> list[tuple[int, float, float]]:
+               timers: Timers | None = None) -> list[tuple[int, float, float, dict[str, float]]]:
     """``count`` passes, each with a fresh feedback store: in memory, or
     (``store`` not ``:memory:``) a new SQLite file in a temporary folder."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -197,8 +211,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--workload", default="both", choices=(*WORKLOADS, "both"),
                         help="two-tier eviction alone, with the feedback loop, or both (default)")
-    parser.add_argument("--scorer", default="heuristic", choices=("heuristic", "online", "oracle", "random"),
-                        help="a scorer that needs neither a calibration nor a prompt template")
+    parser.add_argument("--scorer", default="heuristic",
+                        choices=("heuristic", "online", "oracle", "random", "prompt"),
+                        help="a scorer that needs no calibration; prompt: the simulated small "
+                             "model with conf/prompt/default.yaml and no guidance lines")
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3, help="passes; the best one is reported")
@@ -250,13 +266,14 @@ def measure(ns: argparse.Namespace, workload: str, sessions, settings) -> dict:
     result = {"turns": turns, "repeats": len(passes), "seconds": cpu, "wall_seconds": wall,
               "turns_per_s": rate, "turns_per_wall_s": wall_rate,
               "cpu_seconds_per_pass": [p[1] for p in passes],
-              "wall_seconds_per_pass": [p[2] for p in passes]}
+              "wall_seconds_per_pass": [p[2] for p in passes],
+              "llm_calls_per_pass": passes[0][3]}  # by task: scorer (prompt), keepback
     print(f"{workload:14s} {turns} turns, best of {len(passes)}: {cpu:.3f} CPU-s = "
           f"{rate:,.0f} turns per CPU-second; wall {wall:.3f} s = {wall_rate:,.0f} turns/s")
     if ns.breakdown:
         timers = Timers()
         gc.callbacks.append(timers.on_gc)
-        [(_, timed_cpu, _)] = run_passes(sessions, settings, ns.store, 1, keepbacks, timers)
+        [(_, timed_cpu, _, _)] = run_passes(sessions, settings, ns.store, 1, keepbacks, timers)
         gc.callbacks.remove(timers.on_gc)
         parts = {name: 1e6 * cpu / turns for name, cpu in timers.cpu.items()}
         parts["rest (new items, needs, bookkeeping)"] = 1e6 * (timed_cpu - sum(timers.cpu.values())) / turns

@@ -81,3 +81,24 @@ def test_replay_counts_instructions_per_turn(tmp_path):
     assert all(1e4 < count < 1e8 for count in counts.values()), counts
     # the feedback loop does everything eviction alone does, and keep-backs on top
     assert counts["feedback-loop"] > counts["eviction"], counts
+
+
+def test_replay_with_the_prompt_scorer_calls_the_simulated_small_model(tmp_path):
+    """--scorer prompt replays what a prompt job does: the scorer's own model
+    call at every Tier-2 call, which the control's replay never makes; the
+    keep-backs call the main model in the feedback loop only."""
+    env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path)}
+    calls = {}
+    for scorer in ("heuristic", "prompt"):
+        proc = subprocess.run([sys.executable, str(REPO / "bench" / "bench_replay.py"), "--quick",
+                               "--scorer", scorer], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = json.loads((tmp_path / "replay.json").read_text())
+        assert result["scorer"] == scorer and _finite(result)
+        calls[scorer] = {w: f["llm_calls_per_pass"] for w, f in result["workloads"].items()}
+    assert calls["heuristic"]["eviction"] == {}
+    assert set(calls["heuristic"]["feedback-loop"]) == {"keepback"}
+    assert calls["prompt"]["eviction"]["scorer"] > 0 and "keepback" not in calls["prompt"]["eviction"]
+    assert calls["prompt"]["feedback-loop"]["scorer"] > 0
+    assert calls["prompt"]["feedback-loop"]["keepback"] > 0
