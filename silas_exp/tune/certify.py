@@ -26,7 +26,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from silas_exp.analysis.ablation import AblationResult, ablation
-from silas_exp.analysis.adaptive import AdaptiveState, adaptive_notes
+from silas_exp.analysis.adaptive import AdaptiveState, read_as_decided
 from silas_exp.analysis.data import SweepData, job_from_result, merge_blocks
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.records import RESULT_FILE, read_job_result
@@ -73,14 +73,10 @@ def certify(data: SweepData, candidates: Mapping[str, int], control: str, refere
     """``candidates``: variant -> trial number, best first. ``sequential``: the
     looks of a holdout certified in blocks, whose stops are the outcomes."""
     k = len(candidates)
-    looked = certification_settings(settings, k, control)
-    own = None
-    if sequential is not None:  # each candidate read at the look it stopped at
-        looked = looked.model_copy(update={"confidence": sequential.confidence})
-        own = sequential.closed_confidences()
+    # a holdout certified in blocks: each candidate read at the look it stopped at
+    looked, own, notes = read_as_decided(sequential, certification_settings(settings, k, control))
     result = ablation(data, looked, confidence_of=own)
-    if sequential is not None:
-        result.notes += adaptive_notes(sequential)
+    result.notes += notes
     holdout = sequential.pool_cases if sequential is not None and sequential.pool_cases else len(
         {c for j in data.jobs for c in j.cases})
     cert = Certification(control=control, reference=reference, k=k, confidence=looked.confidence,
