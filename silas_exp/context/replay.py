@@ -40,19 +40,11 @@ class NeedOracle:
                 self._grades[ctx_id].append(grade)
         self._memo: dict[tuple[int, int], dict[str, int]] = {}
 
-    # the last (turn, horizon) asked of max_grade_within and its needed_within
-    _within_turn = _within_horizon = None
-    _within: dict[str, int] = {}
-
     def max_grade_within(self, ctx_id: str, turn: int, horizon: int) -> int:
         """Highest grade of any need of ``ctx_id`` in turns (turn, turn + horizon].
         Callers ask about many items at one turn (a proposal's candidates, a
-        ranking), so the answer comes from ``needed_within`` of that turn, kept
-        until another (turn, horizon) is asked."""
-        if turn != self._within_turn or horizon != self._within_horizon:
-            self._within = self.needed_within(turn, horizon)
-            self._within_turn, self._within_horizon = turn, horizon
-        return self._within.get(ctx_id, 0)
+        ranking), so the answer comes from ``needed_within`` of that turn."""
+        return self.needed_within(turn, horizon).get(ctx_id, 0)
 
     def needed_within(self, turn: int, horizon: int) -> dict[str, int]:
         """Every item needed in turns (turn, turn + horizon], with its highest
