@@ -93,7 +93,7 @@ def item_line(it: LiveItem, turn: int) -> str:
     if masked or completed or not active or rel is not None:
         flags = ",".join([f for f, on in (("masked", masked), ("completed", completed),
                                           ("inactive", not active)) if on]
-                         + ([f"rel={rel:.2f}"] if rel is not None else [])) or "-"
+                         + ([f"rel={rel:.2f}"] if rel is not None else []))
     else:
         flags = "-"
     last_ref = it.last_ref
@@ -197,19 +197,13 @@ def _shift(g: re.Match[str]) -> float:
 
 def parse_guidance(text: str) -> dict[tuple[str, str], float]:
     """Logit shift per (dimension, key) read from guidance lines in a prompt."""
-    shifts: dict[tuple[str, str], float] = {}
-    for line in text.splitlines():
-        g = _GUIDE_RE.match(line.strip())
-        if g:
-            shifts[(g["dim"], g["key"])] = _shift(g)
-    return shifts
+    return read_prompt(text)[0]
 
 
-@register_responder("scorer")
-def simulated_scorer(request: LLMRequest, rng: np.random.Generator) -> dict:
-    text = "\n".join(m.content for m in request.messages)
-    # one pass over the lines: item lines (their prior logits) and guidance lines
-    # (parse_guidance's shifts, the last line of a key winning); no line is both
+def read_prompt(text: str) -> tuple[dict[tuple[str, str], float], list[tuple[str, str, int, float]]]:
+    """What the simulated model reads in a prompt, in one pass over its lines:
+    the guidance lines' shifts (the last line of a key winning) and each item
+    line's (ctx_id, zone, age, prior logit). No line is both."""
     shifts: dict[tuple[str, str], float] = {}
     items: list[tuple[str, str, int, float]] = []
     line_re, guide_re = _LINE_RE, _GUIDE_RE
@@ -224,6 +218,12 @@ def simulated_scorer(request: LLMRequest, rng: np.random.Generator) -> dict:
         ctx_id, zone, kind, age, tokens, status, flags = m.groups()
         age = int(age)
         items.append((ctx_id, zone, age, _logit(zone, kind, age, int(tokens), status, flags)))
+    return shifts, items
+
+
+@register_responder("scorer")
+def simulated_scorer(request: LLMRequest, rng: np.random.Generator) -> dict:
+    shifts, items = read_prompt("\n".join(m.content for m in request.messages))
     scored = [(ctx_id, z + (shifts.get(("zone", zone), 0.0)
                             + shifts.get(("age", _AGE_BUCKET[age] if age < 64 else age_bucket(age)), 0.0)))
               for ctx_id, zone, age, z in items]
