@@ -55,6 +55,7 @@ level, each workload's under ``workloads``.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import re
@@ -65,9 +66,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
 from _results import save  # bench/ helper
 
+from silas_exp.config import compose_config
 from silas_exp.context.budget import PROFILES, TokenBudget
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
@@ -79,12 +80,8 @@ from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.run import gc_policy
 from silas_exp.scorers import ScorerContext, build_scorer, validate_scorer_settings
-from silas_exp.scorers.prompt import PromptSettings
 
 REPO = Path(__file__).resolve().parents[1]
-# the scorer prompt template a job composes by default (``prompt=default``), for --scorer prompt
-PROMPT = PromptSettings(**{k: v for k, v in yaml.safe_load(
-    (REPO / "conf" / "prompt" / "default.yaml").read_text()).items() if k != "defaults"})
 HORIZON = 20  # the oracle scorer's look-ahead (metrics.horizon)
 TARGET = 20_000  # turns per CPU-second, for the headline workload
 # workload -> whether the main model's keep-backs (and so the feedback store) run
@@ -128,12 +125,20 @@ class Timers:
             self._spent("garbage collection", time.process_time() - self._gc_start)
 
 
+@functools.cache
+def default_prompt():
+    """The scorer prompt template a job composes by default (``prompt=default``),
+    composed once per process: outside every pass, timed or counted."""
+    return compose_config().prompt
+
+
 def one_pass(sessions, settings, store_path: str, keepbacks: bool,
              timers: Timers | None = None) -> tuple[int, float, float, dict[str, float]]:
     """Replay every session once; (turns, CPU seconds, wall seconds, the model
     calls made per task). Without ``keepbacks`` no proposal reaches the main
     model and the store stays empty."""
     llm = build_client(LLMSettings(cache_mode="off"), seed=1, cache_dir=None)
+    prompt = default_prompt() if settings.name == "prompt" else None
     store = FeedbackStore(store_path)
     if timers:
         store.flush = timers.wrap("store writes", store.flush)
@@ -144,7 +149,7 @@ def one_pass(sessions, settings, store_path: str, keepbacks: bool,
         stats = ReplayStats()
         scorer = build_scorer(settings, ScorerContext(
             seed=1, namespace=s.session_id, scorer_model="claude-haiku-4-5", llm=llm,
-            prompt=PROMPT, oracle=lambda cid, t, oracle=oracle: oracle.need_score(cid, t, HORIZON)))
+            prompt=prompt, oracle=lambda cid, t, oracle=oracle: oracle.need_score(cid, t, HORIZON)))
         broker = KeepBackBroker(MainModelSettings("claude-sonnet-4-5", "simulated"), llm, store,
                                 s.session_id, 1, oracle.max_grade_within)
         strategy = TwoTierEviction(TwoTierSettings(keepbacks=keepbacks), budget, PROFILES[s.profile], scorer, broker,
