@@ -301,6 +301,22 @@ def write_manifest(folder: Path, manifest: SweepManifest) -> Path:
     return write_json_atomic(folder / MANIFEST_FILE, manifest._dump())
 
 
+def update_manifest(folder: Path, change: Callable[[SweepManifest], object]) -> SweepManifest | None:
+    """Read the sweep folder's manifest, ``change`` it and write it back under
+    its lock; None (nothing written) when the folder has none. The launching
+    process (its sweeper, a tuning study) and the background uploader each
+    set fields of their own; with the lock, none writes back a copy read
+    before another's change (the uploader's parent run id, a study's swept
+    keys)."""
+    with exclusive(folder / MANIFEST_FILE):
+        manifest = read_manifest(folder)
+        if manifest is None:
+            return None
+        change(manifest)
+        write_manifest(folder, manifest)
+        return manifest
+
+
 class SweepEnd(_Record):
     """How a sweep ended, for its parent run (``sweep.done``): status, what it
     shows beyond its job runs (``description`` becomes the run's markdown

@@ -383,12 +383,9 @@ def _set_planned_jobs(sweep_dir: Path, total: int) -> None:
     :func:`own_settings_only`, or, in a study in rounds (planned one round at
     a time), the jobs launched so far and this round's."""
     try:
-        from silas_exp.records import read_manifest, write_manifest
+        from silas_exp.records import update_manifest
 
-        info = read_manifest(sweep_dir)
-        if info is not None:
-            info.jobs_total = total
-            write_manifest(sweep_dir, info)
+        update_manifest(sweep_dir, lambda info: setattr(info, "jobs_total", total))
     except Exception:  # progress is a nicety; never fail a sweep for it
         return
 
@@ -397,16 +394,18 @@ def _grow_planned_jobs(sweep_dir: Path, added: dict[str, str], arguments: list[s
                        params: dict[str, str]) -> None:
     """Progress lines count planned jobs from the command line; count the
     added control's jobs too."""
-    try:
-        from silas_exp.records import read_manifest, write_manifest
+    def grow(info: Any) -> None:
+        if not info.jobs_total:
+            return
+        for group in added:
+            value = dict(a.partition("=")[::2] for a in arguments).get(group, params.get(group))
+            n = len(_options(value) or []) if value else 0
+            if n > 1:
+                info.jobs_total = info.jobs_total * n // (n - 1)
 
-        info = read_manifest(sweep_dir)
-        if info is not None and info.jobs_total:
-            for group in added:
-                value = dict(a.partition("=")[::2] for a in arguments).get(group, params.get(group))
-                n = len(_options(value) or []) if value else 0
-                if n > 1:
-                    info.jobs_total = info.jobs_total * n // (n - 1)
-            write_manifest(sweep_dir, info)
+    try:
+        from silas_exp.records import update_manifest
+
+        update_manifest(sweep_dir, grow)
     except Exception:  # progress is a nicety; never fail a sweep for it
         return

@@ -33,10 +33,11 @@ from silas_exp.records import (
     RESULT_FILE,
     JobResult,
     SweepEnd,
+    SweepManifest,
     read_job_result,
     read_manifest,
     read_sweep_end,
-    write_manifest,
+    update_manifest,
 )
 from silas_exp.tracking.jobs import JOB_FILE, log_job_folder, open_job_run
 from silas_exp.tracking.parent import close_parent
@@ -90,7 +91,13 @@ class Uploader:
             info.parent_run_id = self.store.start_run(
                 info.experiment_id, f"sweep-{info.sweep_id}", info.parent_tags,
                 start_time=info.started_at or None)
-            write_manifest(sweep_dir, info)
+
+            def own_ids(manifest: SweepManifest) -> None:
+                manifest.experiment_id, manifest.parent_run_id = info.experiment_id, info.parent_run_id
+
+            # into the manifest as it is now: the launching process may have changed
+            # it since it was read above (creating a store takes seconds)
+            self.info = update_manifest(sweep_dir, own_ids) or info
         self.open_runs: dict[Path, str] = {}
 
     def pending(self) -> list[Path]:

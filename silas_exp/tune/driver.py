@@ -28,7 +28,7 @@ from silas_exp.config import ExperimentConfig
 from silas_exp.data.suites.blocks import n_blocks
 from silas_exp.data.suites.memo import load_suite_cached
 from silas_exp.errors import ConfigError, pydantic_error_to_config_error
-from silas_exp.records import read_manifest, write_manifest
+from silas_exp.records import SweepManifest, read_manifest, update_manifest
 from silas_exp.tune import certify as cert
 from silas_exp.tune import study as st
 from silas_exp.tune.record import SPLIT_FILE, TrialScore, TuneRecord
@@ -149,12 +149,11 @@ class TuneLoop:
         return record
 
     def _plan_manifest(self) -> None:
-        info = read_manifest(self.sweep_dir)
-        if info is None:
-            return
-        info.swept_keys = list(self.swept)
-        info.jobs_total = self.repeats * (self.s.n_trials + self.s.top_k + 2)  # none pruned
-        write_manifest(self.sweep_dir, info)
+        def plan(info: SweepManifest) -> None:
+            info.swept_keys = list(self.swept)
+            info.jobs_total = self.repeats * (self.s.n_trials + self.s.top_k + 2)  # none pruned
+
+        update_manifest(self.sweep_dir, plan)
 
     def _search(self, study, launch: Launch) -> None:
         optuna = st.require_optuna()
