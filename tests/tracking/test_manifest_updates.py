@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import multiprocessing
 
-from silas_exp.records import SweepManifest, exclusive, read_manifest, update_manifest, write_manifest
+from silas_exp.records import (
+    SweepManifest,
+    exclusive,
+    read_manifest,
+    update_manifest,
+    write_manifest,
+)
 from silas_exp.tracking import background
 from silas_exp.tracking.store import MlflowStore
 
