@@ -11,24 +11,28 @@ within the look-ahead horizon is kept back with probability ``recall``
 (halved for grade-1 needs), any other with probability ``false_keep``. Its
 answer latency is log-normal (``latency_median_ms``, ``latency_sigma``), so a
 share of flushes time out exactly as a slow real model's would.
+
+Both draws are counter-based (``silas_exp.llm.simulated.KeyedDraws``), keyed by
+the repeat's namespace and the flush: (turn, flush of the turn), and for a
+keep-back the candidate's ctx_id. The variants of a repeat share the
+namespace, so a candidate proposed at the same flush by the control and by a
+variant is kept back or not alike, and a flush times out alike: common random
+numbers, item by item, whatever else the two proposals hold.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-
-import numpy as np
 
 from silas_exp.context.stats import tuple_maker
 from silas_exp.context.window import LiveItem, one_line
 from silas_exp.errors import LLMError
 from silas_exp.feedback.store import CandidateState, DiscardingStore, FeedbackStore
 from silas_exp.llm.base import LLMRequest, Message
-from silas_exp.llm.simulated import register_responder
+from silas_exp.llm.simulated import KeyedDraws, register_responder
 from silas_exp.schema.eviction import (
     EvictionExclusion,
     ExclusionRecord,
@@ -88,11 +92,19 @@ class KeepBackBroker:
     ) -> None:
         self.s, self.llm, self.store, self.namespace = settings, llm, store, namespace
         self.seed, self._need_within = seed, need_within
+        self._latency_draws = KeyedDraws(seed, namespace, "keepback.latency")
+        self._last_flush = (-1, 0)  # (turn, flushes at that turn so far)
 
-    def _sim_latency(self, proposal_id: str) -> float:
-        digest = hashlib.sha256(f"{self.seed}/{self.namespace}/{proposal_id}".encode()).digest()
-        rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
-        return float(self.s.latency_median_ms * math.exp(rng.normal(0.0, self.s.latency_sigma)))
+    def _flush_counter(self, turn: int) -> tuple[int, int]:
+        """(turn, k) of this flush: k counts the flushes at ``turn`` (an explicit
+        flush can follow the turn's own), the key of its draws."""
+        last_turn, k = self._last_flush
+        self._last_flush = counter = (turn, k + 1 if turn == last_turn else 0)
+        return counter
+
+    def _sim_latency(self, counter: tuple[int, int]) -> float:
+        z = self._latency_draws.normal(counter)
+        return float(self.s.latency_median_ms * math.exp(self.s.latency_sigma * z))
 
     def resolve(self, proposal: ProposalRecord, items: Mapping[str, LiveItem], turn: int,
                 goal: str = "") -> FlushOutcome:
@@ -107,11 +119,13 @@ class KeepBackBroker:
             lines.append(f"{cid} | score={c.relevance_score:.2f} | {one_line(item.snippet)}")
             chosen.append(item)
             needed[cid] = need_within(cid, turn, horizon)
+        counter = self._flush_counter(turn)
         request = LLMRequest(
             task="keepback", model=self.s.model_id, system=SYSTEM, cache_system=True,
             messages=(Message("user", f"Current goal: {goal or '-'}\nCandidates:\n" + "\n".join(lines)),),
             max_tokens=1024, temperature=0.0, output_schema=KEEPBACK_SCHEMA,
-            sim={"needed": needed, "recall": self.s.recall, "false_keep": self.s.false_keep},
+            sim={"needed": needed, "recall": self.s.recall, "false_keep": self.s.false_keep,
+                 "draw": counter},
             deadline_s=self.s.timeout_ms / 1000.0,  # eviction_feedback_timeout_ms
         )
         excluded: dict[str, str | None] = {}
@@ -119,7 +133,7 @@ class KeepBackBroker:
         latency = 0.0
         try:
             response = self.llm.complete(request, namespace=self.namespace)
-            latency = (self._sim_latency(proposal.proposal_id) if self.s.backend == "simulated"
+            latency = (self._sim_latency(counter) if self.s.backend == "simulated"
                        else response.latency_ms)
             if latency <= self.s.timeout_ms:
                 resolved_by = "llm"
@@ -170,15 +184,15 @@ def feedback_record(proposal: ProposalRecord, resolved_by: str,
     )
 
 
-@register_responder("keepback")
-def simulated_keepback(request: LLMRequest, rng: np.random.Generator) -> dict:
+@register_responder("keepback", keyed=True)
+def simulated_keepback(request: LLMRequest, draws: KeyedDraws) -> dict:
     sim = request.sim or {}
     needed: Mapping[str, int] = sim.get("needed", {})
     keep, reasons = [], []
     false_keep, recall = sim.get("false_keep", 0.05), sim.get("recall", 0.85)
-    # one uniform per candidate, drawn in one call: the same numbers as a call each
-    draws = rng.random(len(needed)).tolist()
-    for (ctx_id, grade), u in zip(needed.items(), draws, strict=True):
+    # one uniform per candidate, keyed by the flush and its ctx_id
+    uniforms = draws.uniforms(sim.get("draw", ()), list(needed))
+    for (ctx_id, grade), u in zip(needed.items(), uniforms, strict=True):
         p = false_keep if grade <= 0 else recall * (0.5 if grade == 1 else 1.0)
         if u < p:
             keep.append(ctx_id)
