@@ -39,6 +39,18 @@ Tier 2, the scorer, the keep-backs, the store's writes and the garbage
 collector, and reports each in microseconds per turn (the timers cost ~1 us a
 call; the headline passes run without them).
 
+``--against REV`` measures this tree paired with another commit of the
+repository (a tag, branch or commit id; ``git archive`` of it into a temporary
+folder) in the same run: ``--pairs`` rounds, each running the workload once
+per tree in a fresh process (this script with ``PYTHONPATH`` on that tree),
+in alternating order, so the machine's drift falls on both alike. Reports
+each pair's turns per CPU-second and their ratio, and with
+``--instructions`` both trees' instructions per turn. Writes
+bench/results/replay_against.json. For a change's before and after, or a
+target stated against a commit (the feedback loop's 3x against 1fe688b):
+
+    python bench/bench_replay.py --workload feedback-loop --against 1fe688b --instructions
+
 ``--instructions`` adds the figure that does not move with the machine's
 load: CPU instructions per turn, counted by valgrind's callgrind (Debian
 package ``valgrind``). It runs the same workload twice under callgrind, once
@@ -57,11 +69,15 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import io
+import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -190,9 +206,11 @@ def make_sessions(count: int, turns: int) -> list:
     return sessions
 
 
-def count_instructions(ns: argparse.Namespace, workload: str, turns: int) -> float:
+def count_instructions(ns: argparse.Namespace, workload: str, turns: int,
+                       tree: Path | None = None) -> float:
     """Instructions per turn of one warm pass: callgrind's count of a run with
-    two passes minus that of a run with one, over the pass's turns."""
+    two passes minus that of a run with one, over the pass's turns (of the
+    code in ``tree``, when given, through ``PYTHONPATH``)."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         sys.exit("--instructions needs valgrind on PATH (Debian: apt-get install valgrind)")
@@ -203,8 +221,10 @@ def count_instructions(ns: argparse.Namespace, workload: str, turns: int) -> flo
                str(ns.turns), "--store", ns.store, "--gc", ns.gc, "--workload", workload,
                "--passes-only", str(passes)]
         # one hash seed: dict and set layouts, and so the instructions, repeat exactly
-        proc = subprocess.run(cmd, capture_output=True, text=True,
-                              env={**os.environ, "PYTHONHASHSEED": "0"})
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        if tree is not None:
+            env["PYTHONPATH"] = str(tree)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         found = re.search(r"Collected : (\d+)", proc.stderr)
         if proc.returncode != 0 or found is None:
             sys.exit(f"callgrind run failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
@@ -232,14 +252,21 @@ def main() -> None:
                         help="one more pass with timers: CPU per part of a turn")
     parser.add_argument("--instructions", action="store_true",
                         help="also count CPU instructions per turn under valgrind's callgrind")
+    parser.add_argument("--against", metavar="REV", default=None,
+                        help="also measure commit REV of this repository, paired in the same run")
+    parser.add_argument("--pairs", type=int, default=3, help="with --against: rounds of one run per tree")
     parser.add_argument("--passes-only", type=int, default=0, help=argparse.SUPPRESS)  # callgrind's runs
+    parser.add_argument("--emit-result", action="store_true", help=argparse.SUPPRESS)  # --against's runs
     parser.add_argument("--quick", action="store_true", help="2 sessions of 40 turns, one pass (CI smoke)")
     ns = parser.parse_args()
     if ns.quick:
         ns.sessions, ns.turns, ns.repeats = 2, 40, 1
+    workloads = list(WORKLOADS) if ns.workload == "both" else [ns.workload]
+    if ns.against:
+        paired(ns, workloads)
+        return
     if ns.gc == "job":
         gc_policy.tune_for_jobs()
-    workloads = list(WORKLOADS) if ns.workload == "both" else [ns.workload]
     sessions = make_sessions(ns.sessions, ns.turns)
     settings = validate_scorer_settings({"name": ns.scorer})
     if ns.passes_only:
@@ -254,6 +281,11 @@ def main() -> None:
                     "target_turns_per_s": TARGET, "workloads": {}}
     for workload in workloads:
         result["workloads"][workload] = measure(ns, workload, sessions, settings)
+    if ns.emit_result:  # a run of --against: the figures to the parent, nothing saved
+        import silas_exp
+
+        print("BENCH-RESULT " + json.dumps({"code": silas_exp.__file__, **result}))
+        return
     headline = HEADLINE if HEADLINE in workloads else workloads[0]
     result.update(headline=headline, **{k: v for k, v in result["workloads"][headline].items()
                                         if k not in ("us_per_turn_by_part",)})
@@ -292,6 +324,77 @@ def measure(ns: argparse.Namespace, workload: str, sessions, settings) -> dict:
         print(f"  CPU instructions per turn (callgrind, one warm pass): "
               f"{result['instructions_per_turn']:,.0f}")
     return result
+
+
+def extract_commit(rev: str, dest: Path) -> str:
+    """The tree of commit ``rev`` of this repository into ``dest``; its full id."""
+    found = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                           capture_output=True, text=True)
+    if found.returncode != 0:
+        sys.exit(f"--against {rev}: no such commit in {REPO}. Give a commit id, tag or branch "
+                 "of this repository (git log --oneline lists them).")
+    commit = found.stdout.strip()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit],
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    return commit
+
+
+def run_tree(ns: argparse.Namespace, workload: str, tree: Path) -> dict:
+    """One run of ``workload`` on the code in ``tree``, in a process of its own."""
+    cmd = [sys.executable, __file__, "--emit-result", "--workload", workload, "--scorer", ns.scorer,
+           "--sessions", str(ns.sessions), "--turns", str(ns.turns), "--repeats", str(ns.repeats),
+           "--store", ns.store, "--gc", ns.gc]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)})
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH-RESULT ")]
+    if proc.returncode != 0 or not lines:
+        sys.exit(f"the run on {tree} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    result = json.loads(lines[-1].removeprefix("BENCH-RESULT "))
+    code = Path(result["code"]).resolve()
+    if not code.is_relative_to(tree.resolve()):  # an installed copy shadowing PYTHONPATH
+        sys.exit(f"the run meant for {tree} imported silas_exp from {code}")
+    return result["workloads"][workload]
+
+
+def paired(ns: argparse.Namespace, workloads: list[str]) -> None:
+    """This tree against commit ``ns.against``: ``ns.pairs`` rounds of one run each,
+    alternating which goes first; per pair the ratio of turns per CPU-second."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = Path(tmp) / "reference"
+        commit = extract_commit(ns.against, ref)
+        print(f"this tree ({REPO}) against {ns.against} ({commit[:12]}): {ns.sessions} sessions of "
+              f"{ns.turns} turns, scorer {ns.scorer}, {ns.pairs} pairs, best of {ns.repeats} passes each")
+        result: dict = {"against": ns.against, "commit": commit, "scorer": ns.scorer,
+                        "sessions": ns.sessions, "turns": ns.turns, "repeats": ns.repeats,
+                        "pairs": ns.pairs, "workloads": {}}
+        for workload in workloads:
+            pairs = []
+            for i in range(ns.pairs):
+                order = [("reference", ref), ("this", REPO)]
+                if i % 2:
+                    order.reverse()
+                rates = {name: run_tree(ns, workload, tree)["turns_per_s"] for name, tree in order}
+                pairs.append({**rates, "ratio": rates["this"] / rates["reference"]})
+                print(f"{workload:14s} pair {i + 1}: {ns.against} {rates['reference']:,.0f}, this tree "
+                      f"{rates['this']:,.0f} turns per CPU-second ({pairs[-1]['ratio']:.2f}x)")
+            ratios = [p["ratio"] for p in pairs]
+            figures = {"pairs": pairs, "ratio_median": statistics.median(ratios),
+                       "ratio_min": min(ratios), "ratio_max": max(ratios)}
+            line = (f"{workload:14s} turns per CPU-second, this tree over {ns.against}: median "
+                    f"{figures['ratio_median']:.2f}x ({figures['ratio_min']:.2f}-{figures['ratio_max']:.2f}x)")
+            if ns.instructions:
+                turns = ns.sessions * ns.turns
+                figures["instructions_per_turn"] = {
+                    "reference": count_instructions(ns, workload, turns, ref),
+                    "this": count_instructions(ns, workload, turns, REPO)}
+                counts = figures["instructions_per_turn"]
+                figures["instructions_ratio"] = counts["reference"] / counts["this"]
+                line += (f"; instructions per turn {counts['reference']:,.0f} -> {counts['this']:,.0f} "
+                         f"({figures['instructions_ratio']:.2f}x fewer)")
+            print(line)
+            result["workloads"][workload] = figures
+    save("replay_against", result)
 
 
 if __name__ == "__main__":

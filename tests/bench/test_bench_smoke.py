@@ -102,3 +102,29 @@ def test_replay_with_the_prompt_scorer_calls_the_simulated_small_model(tmp_path)
     assert calls["prompt"]["eviction"]["scorer"] > 0 and "keepback" not in calls["prompt"]["eviction"]
     assert calls["prompt"]["feedback-loop"]["scorer"] > 0
     assert calls["prompt"]["feedback-loop"]["keepback"] > 0
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(),
+                    reason="needs git and a clone of the repository")
+def test_replay_against_a_commit_runs_both_trees_paired(tmp_path):
+    """--against REV replays the same workload on this tree and on REV's, each
+    run in a process of its own with the tree's code, in alternating order."""
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path)}
+    cmd = [sys.executable, str(REPO / "bench" / "bench_replay.py"), "--quick", "--workload",
+           "feedback-loop", "--pairs", "2"]
+    proc = subprocess.run([*cmd, "--against", "HEAD"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "replay_against.json").read_text())
+    assert result["commit"] == head and _finite(result)
+    figures = result["workloads"]["feedback-loop"]
+    assert [list(p) for p in figures["pairs"]] == [["reference", "this", "ratio"],
+                                                    ["this", "reference", "ratio"]]
+    assert all(p["reference"] > 0 and p["ratio"] == p["this"] / p["reference"]
+               for p in figures["pairs"])
+    # a revision the repository does not have: named, with what to give instead
+    proc = subprocess.run([*cmd, "--against", "no-such-rev"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "--against no-such-rev: no such commit" in proc.stderr
