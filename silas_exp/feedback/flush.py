@@ -190,8 +190,11 @@ def simulated_keepback(request: LLMRequest, draws: KeyedDraws) -> dict:
     needed: Mapping[str, int] = sim.get("needed", {})
     keep, reasons = [], []
     false_keep, recall = sim.get("false_keep", 0.05), sim.get("recall", 0.85)
-    # one uniform per candidate, keyed by the flush and its ctx_id
-    uniforms = draws.uniforms(sim.get("draw", ()), list(needed))
+    # one uniform per candidate, keyed by the flush and its ctx_id; a caller that
+    # names no flush gets the request's own key (its fingerprint), so two
+    # different requests never share their draws by accident
+    counter = sim.get("draw") or (int(request.fingerprint()[:15], 16),)
+    uniforms = draws.uniforms(counter, list(needed))
     for (ctx_id, grade), u in zip(needed.items(), uniforms, strict=True):
         p = false_keep if grade <= 0 else recall * (0.5 if grade == 1 else 1.0)
         if u < p:

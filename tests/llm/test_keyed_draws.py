@@ -98,3 +98,18 @@ def test_flush_latency_is_log_normal_and_keyed_by_the_flush(sigma):
     first = again.resolve(_proposal(10, ["a"]), items, 10).latency_ms
     second = again.resolve(_proposal(10, ["a"]), items, 10).latency_ms
     assert first == pytest.approx(lat[10], rel=1e-12) and second != first
+
+
+def test_a_keep_back_request_without_a_flush_counter_is_keyed_by_its_content():
+    backend = SimulatedBackend(seed=3)
+    needed = {f"c{i:02d}": 0 for i in range(40)}
+
+    def kept(request):
+        return backend.answer(request, "ns").data["exclude_ctx_ids"]
+
+    def bare(text):
+        return LLMRequest(task="keepback", model="m", messages=(Message("user", text),),
+                          sim={"needed": needed, "false_keep": 0.5})
+
+    assert kept(bare("a")) == kept(bare("a"))
+    assert kept(bare("a")) != kept(bare("b"))
