@@ -206,6 +206,13 @@ def make_sessions(count: int, turns: int) -> list:
     return sessions
 
 
+def workload_args(ns: argparse.Namespace, workload: str) -> list[str]:
+    """This script's arguments for a run of its own on ``workload`` with ``ns``'s
+    sessions, scorer, store and collector (callgrind's runs, --against's runs)."""
+    return ["--workload", workload, "--scorer", ns.scorer, "--sessions", str(ns.sessions),
+            "--turns", str(ns.turns), "--store", ns.store, "--gc", ns.gc]
+
+
 def count_instructions(ns: argparse.Namespace, workload: str, turns: int,
                        tree: Path | None = None) -> float:
     """Instructions per turn of one warm pass: callgrind's count of a run with
@@ -217,9 +224,7 @@ def count_instructions(ns: argparse.Namespace, workload: str, turns: int,
     counts = []
     for passes in (1, 2):
         cmd = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-               __file__, "--scorer", ns.scorer, "--sessions", str(ns.sessions), "--turns",
-               str(ns.turns), "--store", ns.store, "--gc", ns.gc, "--workload", workload,
-               "--passes-only", str(passes)]
+               __file__, *workload_args(ns, workload), "--passes-only", str(passes)]
         # one hash seed: dict and set layouts, and so the instructions, repeat exactly
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         if tree is not None:
@@ -343,9 +348,8 @@ def extract_commit(rev: str, dest: Path) -> str:
 
 def run_tree(ns: argparse.Namespace, workload: str, tree: Path) -> dict:
     """One run of ``workload`` on the code in ``tree``, in a process of its own."""
-    cmd = [sys.executable, __file__, "--emit-result", "--workload", workload, "--scorer", ns.scorer,
-           "--sessions", str(ns.sessions), "--turns", str(ns.turns), "--repeats", str(ns.repeats),
-           "--store", ns.store, "--gc", ns.gc]
+    cmd = [sys.executable, __file__, "--emit-result", *workload_args(ns, workload),
+           "--repeats", str(ns.repeats)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)})
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH-RESULT ")]
     if proc.returncode != 0 or not lines:

@@ -76,14 +76,17 @@ class KeyedDraws:
             k = mix64((k + (c + 1) * _GAMMA) & _MASK)
         return k
 
+    def _bits(self, counter: Sequence[int], name: str) -> int:
+        """The 53 bits a draw of (counter, name) is made of."""
+        return mix64(self._at(counter) ^ key64(name)) >> 11
+
     def uniform(self, counter: Sequence[int], name: str = "") -> float:
-        return (mix64(self._at(counter) ^ key64(name)) >> 11) * _UNIT
+        return self._bits(counter, name) * _UNIT
 
     def normal(self, counter: Sequence[int], name: str = "") -> float:
         """A standard normal: the inverse normal CDF of the uniform's 53 bits
         moved half a step into the open interval (0, 1)."""
-        bits = mix64(self._at(counter) ^ key64(name)) >> 11
-        return _STANDARD_NORMAL.inv_cdf((bits + 0.5) * _UNIT)
+        return _STANDARD_NORMAL.inv_cdf((self._bits(counter, name) + 0.5) * _UNIT)
 
     def uniforms(self, counter: Sequence[int], names: Sequence[str]) -> list[float]:
         """``uniform(counter, n)`` for each of ``names``, the counter folded once."""
