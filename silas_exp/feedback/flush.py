@@ -76,6 +76,16 @@ class MainModelSettings:
     timeout_ms: float = 2000.0
 
 
+def keepback_line(ctx_id: str, score: float, snippet: str) -> str:
+    """A candidate's line in the keep-back prompt."""
+    return f"{ctx_id} | score={score:.2f} | {one_line(snippet)}"
+
+
+def keepback_message(goal: str, lines: list[str]) -> str:
+    """The keep-back prompt's user message: the goal, then one line per candidate."""
+    return f"Current goal: {goal or '-'}\nCandidates:\n" + "\n".join(lines)
+
+
 @dataclass
 class FlushOutcome:
     feedback: FeedbackRecord
@@ -116,13 +126,13 @@ class KeepBackBroker:
         for c in proposal.candidates:
             cid = c.ctx_id
             item = items[cid]
-            lines.append(f"{cid} | score={c.relevance_score:.2f} | {one_line(item.snippet)}")
+            lines.append(keepback_line(cid, c.relevance_score, item.snippet))
             chosen.append(item)
             needed[cid] = need_within(cid, turn, horizon)
         counter = self._flush_counter(turn)
         request = LLMRequest(
             task="keepback", model=self.s.model_id, system=SYSTEM, cache_system=True,
-            messages=(Message("user", f"Current goal: {goal or '-'}\nCandidates:\n" + "\n".join(lines)),),
+            messages=(Message("user", keepback_message(goal, lines)),),
             max_tokens=1024, temperature=0.0, output_schema=KEEPBACK_SCHEMA,
             sim={"needed": needed, "recall": self.s.recall, "false_keep": self.s.false_keep,
                  "draw": counter},

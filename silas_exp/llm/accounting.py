@@ -6,7 +6,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field, fields, replace
 
-from silas_exp.llm.base import LLMResponse
+from silas_exp.llm.base import LLMResponse, Usage
 from silas_exp.llm.settings import ModelPrice
 
 
@@ -32,13 +32,19 @@ BATCH_DISCOUNT = 0.5  # Message Batches API: half the standard price
 def cost_of(price: ModelPrice | None, r: LLMResponse) -> float:
     """USD this response cost: 0 when answered from the cache (tokens are still
     counted: they are what the answer takes, whoever paid for it)."""
-    if price is None or r.cached:
+    if r.cached:
         return 0.0
-    u = r.usage
+    return usage_cost(price, r.usage, r.batch)
+
+
+def usage_cost(price: ModelPrice | None, u: Usage, batch: bool = False) -> float:
+    """USD a call's tokens cost at ``price`` (0 for a model without a price)."""
+    if price is None:
+        return 0.0
     usd = (u.input_tokens * price.input + u.output_tokens * price.output
            + u.cache_creation_input_tokens * price.cache_write
            + u.cache_read_input_tokens * price.cache_read) / 1e6
-    return usd * (BATCH_DISCOUNT if r.batch else 1.0)
+    return usd * (BATCH_DISCOUNT if batch else 1.0)
 
 
 @dataclass
@@ -63,6 +69,22 @@ class Accounting:
                 cache_read_tokens=t.cache_read_tokens + u.cache_read_input_tokens,
                 cache_write_tokens=t.cache_write_tokens + u.cache_creation_input_tokens,
                 cost_usd=t.cost_usd + cost_of(self.prices.get(response.model), response),
+            )
+            self.by_task[task] += 1
+
+    def record_usage(self, task: str, model: str, u: Usage) -> None:
+        """A call answered by the model (not from the cache, no retries, not in
+        a batch) counted from its usage alone: what ``record`` counts of its
+        response, for a caller that made no response object."""
+        with self._lock:
+            t = self._totals
+            self._totals = Totals(
+                calls=t.calls + 1, cache_hits=t.cache_hits, retries=t.retries, errors=t.errors,
+                input_tokens=t.input_tokens + u.input_tokens,
+                output_tokens=t.output_tokens + u.output_tokens,
+                cache_read_tokens=t.cache_read_tokens + u.cache_read_input_tokens,
+                cache_write_tokens=t.cache_write_tokens + u.cache_creation_input_tokens,
+                cost_usd=t.cost_usd + usage_cost(self.prices.get(model), u),
             )
             self.by_task[task] += 1
 
