@@ -33,6 +33,7 @@ from silas_exp.data.suites.loader import (
 )
 from silas_exp.errors import BudgetExceeded, RunError, SilasExpError, SuiteError
 from silas_exp.eviction.base import STRATEGIES, StrategyDeps, build_strategy
+from silas_exp.eviction.compiled import replay_two_tier
 from silas_exp.feedback.calibration import Calibration, stored_exclusion_rates
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import DiscardingStore, FeedbackStore
@@ -118,6 +119,7 @@ class _CaseRunner:
         # kept out of the job's own llm.* metrics and reported as llm.overhead.*
         self.overhead = Accounting(dict(cfg.llm.prices))
         self.errors: list[str] = []
+        self.compiled_cases = 0  # cases the compiled loop replayed (silas_exp.eviction.compiled)
         self.probe_rows: list[dict] = []
         self.plugin_metrics = case_metric_functions(cfg.metrics.plugins)
         self.failures = FailureLog([
@@ -174,7 +176,15 @@ class _CaseRunner:
             else:
                 strategy.step(window, turn)
 
-        replay(sc.session, sc.truth, step, sc.budget, stats)
+        if replay_two_tier(sc.session, sc.truth, strategy, sc.budget, stats, flush_turn) is None:
+            replay(sc.session, sc.truth, step, sc.budget, stats)
+        else:  # replayed compiled: the reference flushes scored after it (the scorer keeps no state)
+            self.compiled_cases += 1
+            for turn in sorted(t for t in by_turn if t < sc.session.turns):
+                for f in by_turn[turn]:
+                    got = on_grid(scorer.score(list(f.items), turn))
+                    scores.extend(got[i.ctx_id] for i in f.items)
+                    labels.extend(f.kept)
         shared: dict[str, float] = {}
         if reference is not None:
             shared = {"feedback.exclusion_auc": roc_auc(scores, labels) if scores else math.nan,
