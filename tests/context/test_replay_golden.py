@@ -48,6 +48,7 @@ from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import fitted_shares, peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
+from silas_exp.eviction.compiled import ineligible, replay_two_tier
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
 from silas_exp.feedback.calibration import calibrate
 from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
@@ -166,8 +167,10 @@ def _split(record) -> tuple[str, np.ndarray]:
 
 
 def _run(name: str, variant: str, calibration, store_path: Path,
-         reference: list | None = None) -> tuple[dict, list]:
-    """One replay as the runner does it; returns (observations, flush log)."""
+         reference: list | None = None, engine: str = "python") -> tuple[dict, list]:
+    """One replay as the runner does it; returns (observations, flush log).
+    ``engine="compiled"``: through the compiled loop, as the runner takes it
+    when it can (the shared candidates scored after the replay)."""
     session, truth, budget, shares, flush_turn = _case(name)
     llm = build_client(LLMSettings(cache_mode="off"), seed=7, cache_dir=None)
     store = FeedbackStore(store_path)
@@ -204,7 +207,15 @@ def _run(name: str, variant: str, calibration, store_path: Path,
         else:
             strategy.step(window, turn)
 
-    replay(session, truth, step, budget, stats)
+    if engine == "compiled":
+        assert replay_two_tier(session, truth, strategy, budget, stats, flush_turn) is not None, \
+            f"{name}/{variant}: {ineligible(strategy)}"
+        for turn in sorted(t for t in by_turn if t < session.turns):
+            for f in by_turn[turn]:
+                got = on_grid(scorer.score(list(f.items), turn))
+                shared.append([got[i.ctx_id] for i in f.items])
+    else:
+        replay(session, truth, step, budget, stats)
     llm.close()
     store.close()
     counters = {k: v for k, v in vars(stats).items() if isinstance(v, int)}
@@ -259,23 +270,31 @@ def _calibration(tmp: Path):
     return cal, record
 
 
-def golden_outputs(tmp: Path) -> dict[str, tuple[str, np.ndarray]]:
-    """Every pinned run: its decisions' digest and its floats."""
+# the variants the compiled loop replays (a stateless linear scorer, the simulated main model)
+COMPILED_VARIANTS = ("heuristic", "weights", "no_keepbacks", "hoarder")
+
+
+def golden_outputs(tmp: Path, engine: str = "python") -> dict[str, tuple[str, np.ndarray]]:
+    """Every pinned run: its decisions' digest and its floats. ``engine="compiled"``:
+    the runs the compiled loop can replay, replayed by it (calibration in Python)."""
     cal, cal_record = _calibration(tmp)
     out = {"calibration": _split(cal_record)}
+    variants = VARIANTS[1:] if engine == "python" else COMPILED_VARIANTS[1:]
     for name in SESSIONS:
-        control, reference = _run(name, "heuristic", cal, tmp / f"{name}-control.sqlite")
+        control, reference = _run(name, "heuristic", cal, tmp / f"{name}-control.sqlite", engine=engine)
         out[f"{name}/heuristic"] = _split(control)
-        for variant in VARIANTS[1:]:
-            record, _ = _run(name, variant, cal, tmp / f"{name}-{variant}.sqlite", reference=reference)
+        for variant in variants:
+            record, _ = _run(name, variant, cal, tmp / f"{name}-{variant}.sqlite", reference=reference,
+                             engine=engine)
             out[f"{name}/{variant}"] = _split(record)
     return out
 
 
-def golden_differences(got: dict[str, tuple[str, np.ndarray]]) -> list[str]:
-    """What differs from the pinned outputs, one line per run."""
+def golden_differences(got: dict[str, tuple[str, np.ndarray]], partial: bool = False) -> list[str]:
+    """What differs from the pinned outputs, one line per run (``partial``: the
+    runs of ``got`` only, none missing)."""
     pinned = np.load(FLOATS)
-    problems = [f"{k}: run missing" for k in GOLDEN if k not in got]
+    problems = [] if partial else [f"{k}: run missing" for k in GOLDEN if k not in got]
     problems += [f"{k}: run not pinned" for k in got if k not in GOLDEN]
     for key, (digest, floats) in got.items():
         if key not in GOLDEN:
@@ -352,6 +371,16 @@ def test_replay_outputs_are_unchanged(tmp_path):
     assert not problems, "replay outputs changed:\n" + "\n".join(problems)
 
 
+def test_compiled_replay_gives_the_pinned_outputs(tmp_path):
+    """The compiled loop decides, records and counts exactly what the pinned
+    Python runs did: the control, the fitted weights, no keep-backs, the hard
+    ceiling, an explicit flush, fitted shares, a shorter masking age."""
+    got = golden_outputs(tmp_path, engine="compiled")
+    assert len(got) == 1 + len(SESSIONS) * len(COMPILED_VARIANTS)
+    problems = golden_differences(got, partial=True)
+    assert not problems, "compiled replay differs from the pinned runs:\n" + "\n".join(problems)
+
+
 def _openblas_kernel() -> str | None:
     from threadpoolctl import threadpool_info
 
@@ -404,14 +433,18 @@ if __name__ == "__main__":
     import tempfile
 
     parser = argparse.ArgumentParser(description="Regenerate the replay goldens (default) or check them.")
+    parser.add_argument("--engine", choices=("python", "compiled"), default="python",
+                        help="replay in Python (every run) or through the compiled loop (its runs)")
     parser.add_argument("--check", action="store_true",
                         help="compare with the pinned outputs instead; print the OpenBLAS kernel; "
                              "exit 1 on a difference")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        outputs = golden_outputs(Path(d))
+        outputs = golden_outputs(Path(d), args.engine)
+    if args.engine != "python" and not args.check:
+        parser.error("--engine compiled only checks (the goldens are the Python runs')")
     if args.check:
-        problems = golden_differences(outputs)
+        problems = golden_differences(outputs, partial=args.engine != "python")
         print(f"kernel: {_openblas_kernel()}")
         print("\n".join(problems) or "unchanged")
         sys.exit(1 if problems else 0)
