@@ -95,6 +95,11 @@ from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.run import gc_policy
+
+try:
+    from silas_exp.eviction import compiled
+except ImportError:  # a tree from before the compiled loop (--against)
+    compiled = None
 from silas_exp.scorers import ScorerContext, build_scorer, validate_scorer_settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -159,6 +164,8 @@ def one_pass(sessions, settings, store_path: str, keepbacks: bool,
     if timers:
         store.flush = timers.wrap("store writes", store.flush)
     turns = 0
+    if compiled is not None:  # every pass encodes its sessions anew, as a job's first replay of a case
+        compiled.forget_encodings()
     c0, t0 = time.process_time(), time.perf_counter()
     for s, truth, budget in sessions:
         oracle = NeedOracle(truth)
@@ -175,7 +182,10 @@ def one_pass(sessions, settings, store_path: str, keepbacks: bool,
             strategy.tier2 = timers.wrap("tier 2 (own work)", strategy.tier2)
             scorer.score = timers.wrap("tier 2: scorer", scorer.score)
             broker.resolve = timers.wrap("tier 2: keep-backs", broker.resolve)
-        replay(s, truth, strategy.step, budget, stats)
+        # as a job replays: through the compiled loop when it can stand in (the
+        # timed parts are the Python loop's: --breakdown replays in Python)
+        if timers or compiled is None or compiled.replay_two_tier(s, truth, strategy, budget, stats) is None:
+            replay(s, truth, strategy.step, budget, stats)
         turns += s.turns
     store.close()
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
@@ -210,7 +220,7 @@ def workload_args(ns: argparse.Namespace, workload: str) -> list[str]:
     """This script's arguments for a run of its own on ``workload`` with ``ns``'s
     sessions, scorer, store and collector (callgrind's runs, --against's runs)."""
     return ["--workload", workload, "--scorer", ns.scorer, "--sessions", str(ns.sessions),
-            "--turns", str(ns.turns), "--store", ns.store, "--gc", ns.gc]
+            "--turns", str(ns.turns), "--store", ns.store, "--gc", ns.gc, "--engine", ns.engine]
 
 
 def count_instructions(ns: argparse.Namespace, workload: str, turns: int,
@@ -221,14 +231,21 @@ def count_instructions(ns: argparse.Namespace, workload: str, turns: int,
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         sys.exit("--instructions needs valgrind on PATH (Debian: apt-get install valgrind)")
+    # the compiled loop's machine code for a generic x86-64 CPU (numba caches it per
+    # CPU, and callgrind's virtual CPU is not the host's): compiled and cached by a
+    # first run outside callgrind, so neither counted run compiles (a compile in
+    # only one would not cancel out of the difference, and one under callgrind
+    # takes minutes); one hash seed: dict and set layouts, and so the
+    # instructions, repeat exactly
+    env = {**os.environ, "PYTHONHASHSEED": "0", "NUMBA_CPU_NAME": "generic"}
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    subprocess.run([sys.executable, __file__, *workload_args(ns, workload), "--passes-only", "1"],
+                   capture_output=True, env=env, check=True)
     counts = []
     for passes in (1, 2):
         cmd = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
                __file__, *workload_args(ns, workload), "--passes-only", str(passes)]
-        # one hash seed: dict and set layouts, and so the instructions, repeat exactly
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        if tree is not None:
-            env["PYTHONPATH"] = str(tree)
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         found = re.search(r"Collected : (\d+)", proc.stderr)
         if proc.returncode != 0 or found is None:
@@ -253,8 +270,12 @@ def main() -> None:
     parser.add_argument("--gc", choices=("job", "default"), default="job",
                         help="garbage-collector thresholds: a job's (silas_exp.run.gc_policy) "
                              "or CPython's default")
+    parser.add_argument("--engine", choices=("auto", "python"), default="auto",
+                        help="auto: as a job replays, through the compiled loop where it can "
+                             "stand in (silas_exp.eviction.compiled); python: the Python loop only "
+                             "(sets SILAS_EXP_REPLAY=python)")
     parser.add_argument("--breakdown", action="store_true",
-                        help="one more pass with timers: CPU per part of a turn")
+                        help="one more pass with timers: CPU per part of the Python loop's turn")
     parser.add_argument("--instructions", action="store_true",
                         help="also count CPU instructions per turn under valgrind's callgrind")
     parser.add_argument("--against", metavar="REV", default=None,
@@ -267,6 +288,8 @@ def main() -> None:
     if ns.quick:
         ns.sessions, ns.turns, ns.repeats = 2, 40, 1
     workloads = list(WORKLOADS) if ns.workload == "both" else [ns.workload]
+    if ns.engine == "python":  # for this process and every run it starts
+        os.environ["SILAS_EXP_REPLAY"] = "python"
     if ns.against:
         paired(ns, workloads)
         return
@@ -281,7 +304,7 @@ def main() -> None:
     items = [len(s.items) for s, _, _ in sessions]
     print(f"{ns.sessions} sessions of {ns.turns} turns ({min(items)}-{max(items)} items), "
           f"scorer {ns.scorer}; target for two-tier eviction >= {TARGET:,} turns per CPU-second")
-    result: dict = {"scorer": ns.scorer, "gc": ns.gc, "gc_thresholds": gc.get_threshold(),
+    result: dict = {"scorer": ns.scorer, "engine": ns.engine, "gc": ns.gc, "gc_thresholds": gc.get_threshold(),
                     "sessions": ns.sessions, "store": ns.store, "items_per_session": items,
                     "target_turns_per_s": TARGET, "workloads": {}}
     for workload in workloads:

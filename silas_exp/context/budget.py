@@ -25,6 +25,11 @@ def count_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
+def tokens_of_chars(chars: int) -> int:
+    """``count_tokens`` of a text of ``chars`` characters."""
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
 def item_tokens(item: SessionItem) -> int:
     """A session item's tokens: as given, else counted from its text
     (``LiveItem.from_session`` reads the same inline: change both together)."""

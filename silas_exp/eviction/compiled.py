@@ -24,14 +24,17 @@ float noise of a grid boundary may land one grid step apart.
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import os
 import weakref
 from datetime import UTC, datetime
+from json.encoder import encode_basestring_ascii
 
 import numpy as np
 
-from silas_exp.context.budget import TokenBudget, count_tokens
+from silas_exp.context.budget import TokenBudget, count_tokens, tokens_of_chars
 from silas_exp.context.features import _CONSTANT_ROW, _CONSTANT_TABLE, FEATURES
 from silas_exp.context.stats import Flush, NeedEvent, Ranking, ReplayStats, tuple_maker
 from silas_exp.context.window import MASK_TEMPLATE, LiveItem, one_line
@@ -40,16 +43,15 @@ from silas_exp.feedback.flush import (
     KEEPBACK_SCHEMA,
     SYSTEM,
     KeepBackBroker,
-    feedback_record,
     keepback_line,
     keepback_message,
 )
-from silas_exp.feedback.store import CandidateState, DiscardingStore, FeedbackStore
+from silas_exp.feedback.store import DiscardingStore, FeedbackStore, candidate_rows, proposal_row
 from silas_exp.llm import calls
 from silas_exp.llm.base import Usage
 from silas_exp.llm.simulated import _ANSWER_JSON, SimulatedBackend, _schema_chars, key64
-from silas_exp.schema.eviction import CandidateRecord, ContextZone, ProposalRecord
-from silas_exp.schema.session import Session, SessionTruth
+from silas_exp.schema.eviction import ContextZone
+from silas_exp.schema.session import KNOWN_KINDS, Session, SessionTruth
 from silas_exp.scorers.base import CheckedScorer
 from silas_exp.scorers.heuristic import LinearScorer
 
@@ -67,8 +69,23 @@ def _kernel():
     from silas_exp.context import kernel
 
     return kernel
-# what the simulated main model answers when it keeps nothing back, and its reasons
-_NOTHING_KEPT = _ANSWER_JSON.encode({"exclude_ctx_ids": [], "reasons": []})
+# the simulated main model's answer, counted in characters without encoding it:
+# the encoder's layout (keys sorted, ", " and ": " separators, ASCII escapes) is
+# the empty answer, plus per kept item its ctx_id twice, its reason and the
+# characters around them, plus ", " twice between items
+_NOTHING_KEPT = len(_ANSWER_JSON.encode({"exclude_ctx_ids": [], "reasons": []}))
+_PER_KEPT = len(_ANSWER_JSON.encode({"exclude_ctx_ids": [""], "reasons": [{"ctx_id": "", "reason": ""}]})) \
+    - _NOTHING_KEPT
+
+
+def answer_chars(ctx_ids: list[str], reasons: list[str]) -> int:
+    """``len(json.dumps(answer, sort_keys=True))`` of the keep-back answer
+    keeping ``ctx_ids`` back with ``reasons`` (``simulated_keepback``'s)."""
+    if not ctx_ids:
+        return _NOTHING_KEPT
+    return (_NOTHING_KEPT + len(ctx_ids) * (_PER_KEPT + 4) - 4
+            + 2 * sum(map(len, map(encode_basestring_ascii, ctx_ids))) - 4 * len(ctx_ids)
+            + sum(map(len, map(encode_basestring_ascii, reasons))) - 2 * len(reasons))
 # a prompt line's characters besides its ctx_id and snippet (a score in [0, 1] is 4 characters)
 _LINE_CHARS = len(keepback_line("", 0.0, ""))
 
@@ -105,6 +122,23 @@ def ineligible(strategy) -> str | None:
     return None
 
 
+@functools.cache
+def _item_codes(K) -> dict[tuple[str, str], tuple[int, int, int]]:
+    """(zone text, kind) -> (the feature table's row, the kernel's zone and kind
+    codes); by the zone's text: an enum member's hash is a Python-level call."""
+    zone_code = {ContextZone.SYSTEM: K.SYSTEM, ContextZone.CHRONICLE: K.CHRONICLE,
+                 ContextZone.MEMORY: K.MEMORY, ContextZone.WORKSPACE: K.WORKSPACE}
+    kind_code = {"tool_result": K.KIND_TOOL_RESULT, "ack": K.KIND_ACK,
+                 "subscription": K.KIND_SUBSCRIPTION}
+    return {(zone.value, kind): (_CONSTANT_ROW[zone][kind], zone_code[zone],
+                                 kind_code.get(kind, K.KIND_OTHER))
+            for zone in ContextZone for kind in KNOWN_KINDS}
+
+
+# LiveItem.mask's placeholder's characters besides its tool, status and tokens
+_MASK_CHARS = len(MASK_TEMPLATE.format(tool="", status="", tokens=""))
+
+
 class _Encoded:
     """The arrays of one session that do not depend on the run's settings,
     built column by column (a comprehension per field: the encoding is the
@@ -112,49 +146,56 @@ class _Encoded:
 
     def __init__(self, session: Session, truth: SessionTruth, max_subscription_tokens: int) -> None:
         K = _kernel()
-        zone_code = {ContextZone.SYSTEM: K.SYSTEM, ContextZone.CHRONICLE: K.CHRONICLE,
-                     ContextZone.MEMORY: K.MEMORY, ContextZone.WORKSPACE: K.WORKSPACE}
-        kind_code = {"tool_result": K.KIND_TOOL_RESULT, "ack": K.KIND_ACK,
-                     "subscription": K.KIND_SUBSCRIPTION}
-        items = sorted(session.items, key=lambda it: it.turn)  # arrival order (stable)
+        items = session.items
+        src = [it.__dict__ for it in items]  # pydantic keeps the fields there
+        born = [d["turn"] for d in src]
+        order = None  # the arrival order's positions in the session, when they differ
+        if not all(map(operator.le, born, born[1:])):  # arrival order: by turn, stably
+            order = sorted(range(len(items)), key=born.__getitem__)
+            items, src, born = [items[k] for k in order], [src[k] for k in order], sorted(born)
         self.items = items
         n, turns = len(items), session.turns
-        src = [it.__dict__ for it in items]  # pydantic keeps the fields there
         self.ids = ids = [d["ctx_id"] for d in src]
         self.index = index = dict(zip(ids, range(n), strict=True))
         kinds = [d["kind"] for d in src]
-        zones = [d["zone"] for d in src]
-        statuses = [d["status"] for d in src]
+        self.zone_text = zones = [d["zone"]._value_ for d in src]
+        # (feature table row, zone code, kind code) of each item, one look-up each
+        codes = np.array(list(map(_item_codes(K).__getitem__, zip(zones, kinds, strict=True))),
+                         dtype=np.int64).reshape(n, 3)
+        kind = codes[:, 2].copy()
         # LiveItem.from_session's tokens: given, else counted; a subscription's capped
-        full = [count_tokens(d["text"]) if d["tokens"] is None else d["tokens"] for d in src]
-        full = [min(t, max_subscription_tokens) if k == "subscription" else t
-                for t, k in zip(full, kinds, strict=True)]
-        self.full = full
-        # a tool result's tokens once masked (LiveItem.mask); only tool results are masked
-        mask_tok = [count_tokens(MASK_TEMPLATE.format(tool=d["tool_name"] or "tool",
-                                                      status=d["status"] or "ok", tokens=t))
-                    if k == "tool_result" else 0 for d, t, k in zip(src, full, kinds, strict=True)]
+        full_arr = np.array([count_tokens(d["text"]) if (t := d["tokens"]) is None else t for d in src],
+                            dtype=np.int64)
+        np.minimum(full_arr, max_subscription_tokens, out=full_arr, where=kind == K.KIND_SUBSCRIPTION)
+        self.full = full = full_arr.tolist()
+        # a tool result's tokens once masked (LiveItem.mask: its placeholder's characters
+        # are the template's own and the three values'); only tool results are masked
+        mask_tok = np.zeros(n, dtype=np.int64)
+        tool_results = np.flatnonzero(kind == K.KIND_TOOL_RESULT).tolist()
+        mask_tok[tool_results] = [tokens_of_chars(_MASK_CHARS + len(src[i]["tool_name"] or "tool")
+                                                  + len(src[i]["status"] or "ok") + len(str(full[i])))
+                                  for i in tool_results]
         groups: dict[str, int] = {}
         group = [groups.setdefault(g, len(groups)) if (g := d["group"]) else -1 for d in src]
-        ranks = dict(zip(sorted(ids), range(n), strict=True))
-        relevance = [d["relevance"] for d in src]
-        completed = [d["completed_turn"] for d in src]
+        rank = np.empty(n, dtype=np.int64)
+        rank[sorted(range(n), key=ids.__getitem__)] = np.arange(n)
+        # None (no relevance, not completed) arrives as NaN: the schema allows no NaN
+        relevance = np.array([d["relevance"] for d in src], dtype=float)
+        completed = np.array([d["completed_turn"] for d in src], dtype=float)
         a = self.a = {
-            "born": np.array([d["turn"] for d in src], dtype=np.int64),
-            "zone": np.array([zone_code[z] for z in zones], dtype=np.int64),
-            "kind": np.array([kind_code.get(k, K.KIND_OTHER) for k in kinds], dtype=np.int64),
-            "full": np.array(full, dtype=np.int64),
-            "mask_tok": np.array(mask_tok, dtype=np.int64),
+            "born": np.array(born, dtype=np.int64),
+            "zone": codes[:, 1].copy(),
+            "kind": kind,
+            "const_row": codes[:, 0].copy(),
+            "full": full_arr,
+            "mask_tok": mask_tok,
             "pinned": np.array([d["pinned"] for d in src], dtype=np.bool_),
             "group": np.array(group, dtype=np.int64),
-            "rank": np.array([ranks[c] for c in ids], dtype=np.int64),
-            "relevance": np.array([0.5 if r is None else r for r in relevance], dtype=float),
-            "completed": np.array([K.NOT_COMPLETED if c is None else c for c in completed],
-                                  dtype=np.int64),
-            "is_error": np.array([st == "error" for st in statuses], dtype=np.bool_),
-            "const_row": np.array([_CONSTANT_ROW[z][k] for z, k in zip(zones, kinds, strict=True)],
-                                  dtype=np.int64),
-            "name_key": np.array([key64(c) for c in ids], dtype=np.uint64),
+            "rank": rank,
+            "relevance": np.where(np.isnan(relevance), 0.5, relevance),
+            "completed": np.where(np.isnan(completed), K.NOT_COMPLETED, completed).astype(np.int64),
+            "is_error": np.array([d["status"] == "error" for d in src], dtype=np.bool_),
+            "name_key": np.array(list(map(key64, ids)), dtype=np.uint64),
             "const_table": np.ascontiguousarray(_CONSTANT_TABLE),
         }
         self.groups_named_like_items = any(g in index for g in groups)
@@ -164,11 +205,13 @@ class _Encoded:
         refreshed = [d["refreshed_turns"] for d in src]
         a["sub_off"] = np.cumsum([0, *map(len, refreshed)]).astype(np.int64)
         a["sub_turns"] = np.array([t for ts in refreshed for t in ts], dtype=np.int64)
+        subscriptions = [i for i, k in enumerate(kinds) if k == "subscription"]
+        if order is not None:  # in the session's order
+            subscriptions.sort(key=order.__getitem__)
         refresh: dict[int, dict[int, None]] = {}
-        for it in session.items:
-            if it.kind == "subscription":
-                for t in it.refreshed_turns:
-                    refresh.setdefault(t, {})[index[it.ctx_id]] = None
+        for i in subscriptions:
+            for t in refreshed[i]:
+                refresh.setdefault(t, {})[i] = None
         flat = [(t, i) for t in sorted(refresh) if 0 <= t < turns for i in refresh[t]]
         a["refresh_off"] = np.searchsorted(np.array([t for t, _ in flat], dtype=np.int64),
                                            np.arange(turns + 1)).astype(np.int64)
@@ -176,27 +219,45 @@ class _Encoded:
         # arrivals, and the needs of each turn in the truth's order, as offsets
         a["arr_off"] = np.searchsorted(a["born"], np.arange(turns + 1)).astype(np.int64)
         a["arr_item"] = np.arange(n, dtype=np.int64)
-        refs = [(r.turn, r.ctx_id, r.grade) for r in truth.references]
-        self.needs = now = sorted([r for r in refs if r[0] < turns], key=lambda r: r[0])
-        a["need_off"] = np.searchsorted(np.array([t for t, _, _ in now], dtype=np.int64),
-                                        np.arange(turns + 1)).astype(np.int64)
-        a["need_item"] = np.array([index.get(c, -1) for _, c, _ in now], dtype=np.int64)
-        # every reference by turn: the need oracle's look-ahead
-        fut = sorted(refs, key=lambda r: r[0])
-        a["fut_turn"] = np.array([t for t, _, _ in fut], dtype=np.int64)
-        a["fut_item"] = np.array([index.get(c, -1) for _, c, _ in fut], dtype=np.int64)
-        a["fut_grade"] = np.array([g for _, _, g in fut], dtype=np.int64)
+        refs = truth.references
+        ref_turns = [r.turn for r in refs]
+        if not all(map(operator.le, ref_turns, ref_turns[1:])):  # stably: a turn's in the truth's order
+            refs = sorted(refs, key=operator.attrgetter("turn"))
+            ref_turns = [r.turn for r in refs]
+        ref_ids = [r.ctx_id for r in refs]
+        # every reference by turn (the need oracle's look-ahead); those before the
+        # last turn, a prefix of them, are the replay's needs
+        a["fut_turn"] = np.array(ref_turns, dtype=np.int64)
+        a["fut_item"] = np.array([index.get(c, -1) for c in ref_ids], dtype=np.int64)
+        grades = [r.grade for r in refs]
+        a["fut_grade"] = np.array(grades, dtype=np.int64)
+        replayed = int(np.searchsorted(a["fut_turn"], turns))
+        # the replay's needs as columns: turn, ctx_id, grade
+        self.needs = (ref_turns[:replayed], ref_ids[:replayed], grades[:replayed])
+        a["need_off"] = np.searchsorted(a["fut_turn"][:replayed], np.arange(turns + 1)).astype(np.int64)
+        a["need_item"] = a["fut_item"][:replayed]
         self.turns = turns
         self.fits = n < (1 << 21) and turns < (1 << 20)
-        self._line_chars: dict[int, int] = {}
+        self._kinds, self._line_chars = kinds, np.full(n, -1, dtype=np.int64)
 
-    def line_chars(self, i: int) -> int:
-        """The characters of item ``i``'s line in a keep-back prompt (``keepback_line``)."""
-        chars = self._line_chars.get(i)
-        if chars is None:
-            it = self.items[i]
-            chars = self._line_chars[i] = len(it.ctx_id) + _LINE_CHARS + len(one_line(it.text[:160]))
-        return chars
+    @functools.cached_property
+    def columns(self) -> dict[str, np.ndarray]:
+        """Per item, what a feedback-store row holds of it besides its state at
+        the flush: zone text, kind, status, retrieval relevance (None kept)."""
+        src = [it.__dict__ for it in self.items]
+        return {"zone": np.array(self.zone_text, dtype=object),
+                "kind": np.array(self._kinds, dtype=object),
+                "status": np.array([d["status"] for d in src], dtype=object),
+                "relevance": np.array([d["relevance"] for d in src], dtype=object)}
+
+    def line_chars(self, wanted: np.ndarray) -> np.ndarray:
+        """The characters of each item's line in a keep-back prompt
+        (``keepback_line``), made for the items ``wanted`` (-1: not made yet)."""
+        known, items = self._line_chars, self.items
+        missing = np.unique(wanted[known[wanted] < 0]).tolist()
+        known[missing] = [len(items[i].ctx_id) + _LINE_CHARS + len(one_line(items[i].text[:160]))
+                          for i in missing]
+        return known
 
 
 # encodings kept per session object while it lives (a session is replayed by
@@ -273,8 +334,7 @@ def _decode(enc: _Encoded, out, strategy: TwoTierEviction, budget: TokenBudget,
     ids, items = enc.ids, enc.items
     st = stats
     need_event = tuple_maker(NeedEvent)
-    st.needs += [need_event((t, cid, g, bool(ok)))
-                 for (t, cid, g), ok in zip(enc.needs, served.tolist(), strict=True)]
+    st.needs += map(need_event, zip(*enc.needs, served.tolist(), strict=True))
     st.window_tokens += window_tokens.tolist()
     st.evictions += list(zip(ev_turn.tolist(), map(ids.__getitem__, ev_item.tolist()), strict=True))
     (st.guard_triggers, st.proposals, st.scorer_calls, st.auto_resolved, st.hard_ceiling_overrides,
@@ -290,7 +350,7 @@ def _decode(enc: _Encoded, out, strategy: TwoTierEviction, budget: TokenBudget,
     st.candidate_ids += cand_ids
     ranked = list(map(ids.__getitem__, rank_item.tolist()))
     rank_ends = call_rank_end.tolist()
-    starts = [0, *rank_ends[:-1]]
+    starts = [0, *rank_ends][:-1]
     call_turns = call_turn.tolist()
     st.rankings += [Ranking(t, tuple(ranked[lo:hi]))
                     for t, lo, hi in zip(call_turns, starts, rank_ends, strict=True)]
@@ -304,7 +364,7 @@ def _decode(enc: _Encoded, out, strategy: TwoTierEviction, budget: TokenBudget,
                                              tokens=enc.full[i]) if masked[i] else it.text)
     st.retained = [text for text in retained if text]
     cand_ends = call_cand_end.tolist()
-    cand_starts = [0, *cand_ends[:-1]]
+    cand_starts = [0, *cand_ends][:-1]
     answer, in_time = c_answer.tolist(), call_in_time.tolist()
     if st.flush_log is not None:
         toks, mks, acts, refs = c_tok.tolist(), c_masked.tolist(), c_active.tolist(), c_last_ref.tolist()
@@ -316,52 +376,64 @@ def _decode(enc: _Encoded, out, strategy: TwoTierEviction, budget: TokenBudget,
                 shot._tokens, shot.masked, shot.active, shot.last_ref = toks[j], mks[j], acts[j], refs[j]
                 shots.append(shot)
             st.flush_log.append(Flush(t, tuple(shots), tuple(ok and answer[j] for j in range(lo, hi))))
-    if strategy.s.keepbacks:
-        _record_flushes(enc, strategy, call_turns, cand_starts, cand_ends, call_sent.tolist(), in_time,
-                        cand_ids, scores, answer, c_grade.tolist(), c_item.tolist(),
-                        c_tok.tolist(), c_masked.tolist(), c_last_ref.tolist())
+    if strategy.s.keepbacks and call_sent.any():
+        _record_flushes(enc, strategy, out)
 
 
-def _record_flushes(enc, strategy, call_turns, cand_starts, cand_ends, sent, in_time,
-                    cand_ids, scores, answer, grades, c_items, toks, mks, refs) -> None:
-    """Each flush the main model saw: its proposal and feedback into the store,
-    its call into the client's accounting (as ``KeepBackBroker.resolve`` and
-    the simulated backend leave them)."""
+def _record_flushes(enc: _Encoded, strategy: TwoTierEviction, out) -> None:
+    """Each flush the main model saw: its proposal and feedback as the store's
+    rows, its call in the client's accounting (what ``KeepBackBroker.resolve``,
+    ``feedback_record`` and the simulated backend leave), made column-wise."""
+    (_, _, _, _, _, call_turn, _, call_cand_end, call_sent, call_in_time, _, _, c_item, c_score,
+     _, c_answer, c_grade, c_tok, c_masked, _, c_last_ref, *_) = out
     broker = strategy.broker
-    store, accounting, model = broker.store, broker.llm.accounting, broker.s.model_id
     scope, scorer_model = strategy.scope_id, strategy.scorer.model_id
-    fixed_chars = (len(SYSTEM) + len(keepback_message("", []))
-                   + _schema_chars(KEEPBACK_SCHEMA))
-    make_record, make_state = tuple_maker(CandidateRecord), tuple_maker(CandidateState)
-    nothing_tokens = math.ceil(len(_NOTHING_KEPT) / 3.5)
-    items, line_chars = enc.items, enc.line_chars
-    for number, (t, lo, hi) in enumerate(zip(call_turns, cand_starts, cand_ends, strict=True)):
-        if not sent[number]:
-            continue
-        kept_ids = [cand_ids[j] for j in range(lo, hi) if answer[j]]
-        if kept_ids:
-            data = {"exclude_ctx_ids": kept_ids,
-                    "reasons": [{"ctx_id": cand_ids[j], "reason": "still needed" if grades[j] > 0
-                                 else "may need"} for j in range(lo, hi) if answer[j]]}
-            out_tokens = math.ceil(len(_ANSWER_JSON.encode(data)) / 3.5)
-        else:
-            data, out_tokens = None, nothing_tokens
-        k = hi - lo
-        accounting.record_usage("keepback", model, Usage(
-            input_tokens=math.ceil((fixed_chars + sum(map(line_chars, c_items[lo:hi])) + k - 1) / 3.5),
-            output_tokens=out_tokens))
-        chosen = [items[c_items[j]] for j in range(lo, hi)]
-        records = tuple([make_record((cand_ids[j], items[c_items[j]].zone, scores[j],
-                                      t - refs[j] if refs[j] < t else 0, toks[j]))
-                         for j in range(lo, hi)])
-        proposal = ProposalRecord(f"{scope}:{t}:{number}", scope, t, datetime.now(UTC), scorer_model,
-                                  records)
-        if in_time[number]:
-            reasons = {r["ctx_id"]: r["reason"] for r in data["reasons"]} if data else {}
-            feedback = feedback_record(proposal, "llm", {cid: reasons.get(cid) for cid in kept_ids})
-        else:
-            feedback = feedback_record(proposal, "auto", {})
-        states = [make_state((it.kind, it.status, mks[j],
-                              it.completed_turn is not None and it.completed_turn <= t, it.relevance))
-                  for it, j in zip(chosen, range(lo, hi), strict=True)]
-        store.record(proposal, feedback, states)
+    # the flushes sent (proposal number = the Tier-2 call's), their candidates
+    calls = np.flatnonzero(call_sent)
+    starts = np.concatenate(([0], call_cand_end[:-1]))[calls]
+    counts = call_cand_end[calls] - starts
+    rows = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+    call_of_row = np.repeat(calls, counts)
+    turn = call_turn[call_of_row]
+    item = c_item[rows]
+    answered = c_answer[rows]
+    kept = answered & call_in_time[call_of_row]  # the main model's keep-backs, in time
+    ids = enc.ids
+    cand_ids = list(map(ids.__getitem__, item.tolist()))
+    scores = c_score[rows].tolist()
+    reasons = np.where(c_grade[rows] > 0, "still needed", "may need").tolist()
+    # the calls: prompt characters (system, message, schema), answer characters
+    fixed_chars = len(SYSTEM) + len(keepback_message("", [])) + _schema_chars(KEEPBACK_SCHEMA)
+    in_chars = (np.add.reduceat(enc.line_chars(item)[item], np.cumsum(counts) - counts)
+                + fixed_chars + counts - 1).tolist()
+    bounds = np.cumsum(counts).tolist()
+    answered_l, kept_l = answered.tolist(), kept.tolist()
+    usages: list[Usage] = []
+    proposals: list[tuple] = []
+    pids: list[str] = []
+    lo = 0
+    for number, t, hi, chars, in_time in zip(calls.tolist(), call_turn[calls].tolist(), bounds, in_chars,
+                                             call_in_time[calls].tolist(), strict=True):
+        said = [j for j in range(lo, hi) if answered_l[j]]
+        out_chars = answer_chars([cand_ids[j] for j in said], [reasons[j] for j in said]) \
+            if said else _NOTHING_KEPT
+        usages.append(Usage(input_tokens=math.ceil(chars / 3.5), output_tokens=math.ceil(out_chars / 3.5)))
+        pid = f"{scope}:{t}:{number}"
+        pids.append(pid)
+        if in_time:
+            proposals.append(proposal_row(pid, scope, t, scorer_model, datetime.now(UTC), "llm",
+                                          [cand_ids[j] for j in range(lo, hi) if not kept_l[j]],
+                                          [(cand_ids[j], scores[j], reasons[j]) for j in said]))
+        else:  # no answer in time: every candidate evicted
+            proposals.append(proposal_row(pid, scope, t, scorer_model, datetime.now(UTC), "auto",
+                                          cand_ids[lo:hi], ()))
+        lo = hi
+    broker.llm.accounting.record_usages("keepback", broker.s.model_id, usages)
+    col = enc.columns
+    broker.store.record_rows(proposals, candidate_rows(
+        np.repeat(np.array(pids, dtype=object), counts).tolist(),
+        (np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)).tolist(),
+        cand_ids, col["zone"][item].tolist(), col["kind"][item].tolist(), scores,
+        np.maximum(turn - c_last_ref[rows], 0).tolist(), c_tok[rows].tolist(),
+        col["status"][item].tolist(), c_masked[rows].tolist(),
+        (enc.a["completed"][item] <= turn).tolist(), col["relevance"][item].tolist(), kept_l))

@@ -17,6 +17,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import NamedTuple
@@ -105,12 +106,39 @@ _NULL = float("nan")
 FLUSH_EVERY = 256  # queued proposals that trigger a write
 
 
+def proposal_row(proposal_id: str, scope_id: str, turn: int, scorer_model: str, resolved_at: datetime,
+                 resolved_by: str, evicted: Sequence[str],
+                 excluded: Sequence[tuple[str, float, str | None]]) -> tuple:
+    """A row of ``eviction_feedback``; ``excluded``: (ctx_id, relevance score,
+    reason) of each candidate kept back."""
+    return (proposal_id, scope_id, turn, scorer_model, resolved_at.isoformat(), resolved_by,
+            id_list_json(evicted),
+            json.dumps([{"ctx_id": cid, "relevance_score": score, "exclude_reason": why}
+                        for cid, score, why in excluded]) if excluded else "[]")
+
+
+def candidate_rows(proposal_ids: Sequence[str], ranks: Sequence[int], ctx_ids: Sequence[str],
+                   zones: Sequence[str], kinds: Sequence[str], scores: Sequence[float],
+                   ages: Sequence[int], tokens: Sequence[int], statuses: Sequence[str | None],
+                   masked: Sequence[bool], completed: Sequence[bool],
+                   relevance: Sequence[float | None], excluded: Sequence[bool]) -> list[tuple]:
+    """Rows of ``eviction_candidates`` from their columns (zones as text). Flags
+    are bound as exact ints and a missing status or relevance as NaN, which
+    SQLite stores as NULL: sqlite3 binds an exact int, float or str directly,
+    anything else (a bool, None) through its adapter look-up (~0.3 us a value)."""
+    return list(zip(proposal_ids, ranks, ctx_ids, zones, kinds, scores, ages, tokens,
+                    [_NULL if st is None else st for st in statuses], [1 if m else 0 for m in masked],
+                    [1 if c else 0 for c in completed], [_NULL if r is None else r for r in relevance],
+                    [1 if e else 0 for e in excluded], strict=True))
+
+
 class FeedbackStore:
     def __init__(self, path: str | Path = ":memory:", *, fresh: bool = False) -> None:
         """``fresh``: start from an empty store, removing one a previous run of
         the same job left at ``path`` (its proposal ids would collide)."""
         self.path = str(path)
         self._pending: list[tuple] = []
+        self._queued = 0  # proposals in _pending
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             if fresh:
@@ -135,43 +163,49 @@ class FeedbackStore:
             raise ValueError(f"proposal {proposal.proposal_id}: {len(proposal.candidates)} candidates, "
                              f"{len(observed)} candidate states")
         self._pending.append((proposal, feedback, observed))
-        if len(self._pending) >= FLUSH_EVERY:
+        self._queued += 1
+        if self._queued >= FLUSH_EVERY:
+            self.flush()
+
+    def record_rows(self, proposals: list[tuple], candidates: list[tuple]) -> None:
+        """Queue resolved proposals as rows made already (``proposal_row``,
+        ``candidate_rows``), after every proposal queued before them."""
+        self._pending.append((None, proposals, candidates))
+        self._queued += len(proposals)
+        if self._queued >= FLUSH_EVERY:
             self.flush()
 
     def flush(self) -> None:
         """Write every queued proposal in one transaction."""
         if not self._pending:
             return
-        pending, self._pending = self._pending, []
+        pending, self._pending, self._queued = self._pending, [], 0
         proposals: list[tuple] = []
         candidates: list[tuple] = []
         for proposal, feedback, observed in pending:
+            if proposal is None:  # rows made by the caller (record_rows)
+                proposals += feedback
+                candidates += observed
+                continue
             excluded = {e.ctx_id for e in feedback.excluded}
-            proposals.append((
-                proposal.proposal_id, proposal.scope_id, proposal.turn_number,
-                proposal.scorer_model, feedback.resolved_at.isoformat(), feedback.resolved_by,
-                id_list_json(feedback.evicted),
-                json.dumps([{"ctx_id": e.ctx_id, "relevance_score": e.relevance_score,
-                             "exclude_reason": e.exclude_reason} for e in feedback.excluded])
-                if feedback.excluded else "[]",
-            ))
+            proposals.append(proposal_row(
+                proposal.proposal_id, proposal.scope_id, proposal.turn_number, proposal.scorer_model,
+                feedback.resolved_at, feedback.resolved_by, feedback.evicted,
+                [(e.ctx_id, e.relevance_score, e.exclude_reason) for e in feedback.excluded]))
             pid = proposal.proposal_id
             records = proposal.candidates
             if records and not isinstance(records[0], tuple):  # schema models (EvictionProposal)
                 records = [(c.ctx_id, c.zone, c.relevance_score, c.age_turns, c.token_count)
                            for c in records]
-            # records and states unpacked as tuples (field order: CandidateRecord's and
-            # CandidateState's); flags bound as exact ints and a missing status or
-            # relevance as NaN, which SQLite stores as NULL: sqlite3 binds an exact int,
-            # float or str directly, anything else (a bool, None) through its adapter
-            # look-up (~0.3 us a value)
-            candidates += [
-                (pid, rank, cid, ZONE_TEXT[zone], kind, score, age, tokens,
-                 _NULL if status is None else status, 1 if masked else 0, 1 if completed else 0,
-                 _NULL if relevance is None else relevance, 1 if cid in excluded else 0)
-                for rank, ((cid, zone, score, age, tokens), (kind, status, masked, completed, relevance))
-                in enumerate(zip(records, observed, strict=True))
-            ]
+            # records and states transposed into columns (field order: CandidateRecord's
+            # and CandidateState's)
+            cids, zones, scores, ages, tokens = zip(*records, strict=True) if records else ((),) * 5
+            kinds, statuses, masked, completed, relevance = \
+                zip(*observed, strict=True) if observed else ((),) * 5
+            candidates += candidate_rows(
+                [pid] * len(cids), range(len(cids)), cids, [ZONE_TEXT[z] for z in zones], kinds,
+                scores, ages, tokens, statuses, masked, completed, relevance,
+                [cid in excluded for cid in cids])
         with self._db:  # one transaction per batch
             self._db.executemany("INSERT INTO eviction_feedback VALUES (?,?,?,?,?,?,?,?)", proposals)
             self._db.executemany("INSERT INTO eviction_candidates VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -242,6 +276,9 @@ class DiscardingStore:
     reads (the control's reference flushes, recorded only for their proposals)."""
 
     def record(self, proposal, feedback, observed) -> None:
+        return None
+
+    def record_rows(self, proposals, candidates) -> None:
         return None
 
     def flush(self) -> None:

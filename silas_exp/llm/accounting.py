@@ -72,21 +72,28 @@ class Accounting:
             )
             self.by_task[task] += 1
 
-    def record_usage(self, task: str, model: str, u: Usage) -> None:
-        """A call answered by the model (not from the cache, no retries, not in
-        a batch) counted from its usage alone: what ``record`` counts of its
-        response, for a caller that made no response object."""
+    def record_usages(self, task: str, model: str, usages: list[Usage]) -> None:
+        """Calls answered by the model (not from the cache, no retries, not in
+        a batch), one after the other, counted from their usage alone: what
+        ``record`` counts of each response, for a caller that made no response
+        objects (the cost summed call by call, as ``record`` sums it)."""
+        price = self.prices.get(model)
         with self._lock:
             t = self._totals
+            cost = t.cost_usd
+            for u in usages:
+                cost = cost + usage_cost(price, u)
             self._totals = Totals(
-                calls=t.calls + 1, cache_hits=t.cache_hits, retries=t.retries, errors=t.errors,
-                input_tokens=t.input_tokens + u.input_tokens,
-                output_tokens=t.output_tokens + u.output_tokens,
-                cache_read_tokens=t.cache_read_tokens + u.cache_read_input_tokens,
-                cache_write_tokens=t.cache_write_tokens + u.cache_creation_input_tokens,
-                cost_usd=t.cost_usd + usage_cost(self.prices.get(model), u),
+                calls=t.calls + len(usages), cache_hits=t.cache_hits, retries=t.retries,
+                errors=t.errors,
+                input_tokens=t.input_tokens + sum(u.input_tokens for u in usages),
+                output_tokens=t.output_tokens + sum(u.output_tokens for u in usages),
+                cache_read_tokens=t.cache_read_tokens + sum(u.cache_read_input_tokens for u in usages),
+                cache_write_tokens=t.cache_write_tokens
+                + sum(u.cache_creation_input_tokens for u in usages),
+                cost_usd=cost,
             )
-            self.by_task[task] += 1
+            self.by_task[task] += len(usages)
 
     def record_error(self, reason: str, retries: int = 0) -> None:
         with self._lock:

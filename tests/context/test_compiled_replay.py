@@ -78,21 +78,22 @@ def test_argsort2_orders_by_primary_then_secondary():
 
 # -- the loop, replayed both ways ------------------------------------------------
 
-# (flavour, turns, fill, settings): what each scenario reaches
+# (generator seed, flavour, turns, fill, settings): what each scenario reaches
 SCENARIOS = {
-    "coding": ("coding", 120, 3.0, {}),
-    "support-no-keepbacks": ("support", 100, 2.2, {"keepbacks": False}),
-    "research-hoarder": ("research", 100, 3.0, {"false_keep": 0.9}),  # the hard ceiling
-    "debugging-slow-model": ("debugging", 100, 2.5, {"latency_median_ms": 1900.0}),  # timeouts
-    "chronicle-flush": ("chronicle", 90, 3.0, {"flush_turn": 50, "mask_after": 2}),
-    "coding-narrow-caps": ("coding", 90, 1.6, {"zone_cap_factor": 1.0, "ttl": 3}),
-    "support-wide-caps": ("support", 90, 3.5, {"zone_cap_factor": 2.0, "recall": 0.3}),
+    "coding": (31, "coding", 120, 3.0, {}),
+    "support-no-keepbacks": (32, "support", 100, 2.2, {"keepbacks": False}),
+    "research-hoarder": (33, "research", 100, 3.0, {"false_keep": 0.9}),  # the hard ceiling
+    "debugging-slow-model": (34, "debugging", 100, 2.5, {"latency_median_ms": 1900.0}),  # timeouts
+    "chronicle-flush": (35, "chronicle", 90, 3.0, {"flush_turn": 64, "mask_after": 2}),
+    "coding-narrow-caps": (36, "coding", 90, 1.6, {"zone_cap_factor": 1.0, "ttl": 3}),
+    "support-wide-caps": (37, "support", 90, 3.5, {"zone_cap_factor": 2.0, "recall": 0.3}),
+    "research-calm": (38, "research", 60, 0.5, {}),  # under budget: Tier 2 never runs
 }
 
 
 def _replay(name: str, engine: str, tmp_path, scorer_name: str = "heuristic"):
-    flavour, turns, fill, opts = SCENARIOS[name]
-    session, truth = generate_session(hash(name) % 1000, spec_for(flavour, turns), name)
+    seed, flavour, turns, fill, opts = SCENARIOS[name]
+    session, truth = generate_session(seed, spec_for(flavour, turns), name)
     budget = TokenBudget(total=max(int(peak_usage(session, truth) / fill), 2_000),
                          observation_mask_after_turns=opts.get("mask_after", 5),
                          subscription_ttl_turns=opts.get("ttl", 10))
@@ -162,7 +163,8 @@ def test_the_scenarios_reach_every_branch(tmp_path):
     assert slow.auto_resolved > slow.proposals / 3
     assert reached["support-no-keepbacks"].auto_resolved == 0
     assert not any(reached["support-no-keepbacks"].candidate_excluded)
-    assert any(f.turn == 50 for f in reached["chronicle-flush"].flush_log)
+    assert any(f.turn == 64 for f in reached["chronicle-flush"].flush_log)  # not a flush of step
+    assert reached["research-calm"].scorer_calls == 0 and reached["research-calm"].evictions
     assert any(len(f.items) > 1 and any(it.group for it in f.items) for s in reached.values()
                for f in s.flush_log), "no coherence group was ever proposed"
 
@@ -245,3 +247,18 @@ def test_a_job_gives_the_same_results_either_way(scorer, compose, tmp_path, monk
     assert {k: v for k, v in py_metrics.items() if k not in timed} == \
         {k: v for k, v in c_metrics.items() if k not in timed}
     assert any("feedback.exclusion_auc" in c["metrics"] for c in c_cases)
+
+
+def test_answer_chars_is_the_encoded_answers_length():
+    """The keep-back answer's characters, counted, are those of the answer the
+    simulated main model encodes (ids with quotes, backslashes, non-ASCII)."""
+    from silas_exp.llm.simulated import _ANSWER_JSON
+
+    rng = np.random.default_rng(3)
+    alphabet = list('ab_-:/"\\é漢\n 0')
+    for k in range(6):
+        ids = ["".join(rng.choice(alphabet, size=rng.integers(1, 12))) for _ in range(k)]
+        reasons = [str(rng.choice(["still needed", "may need"])) for _ in range(k)]
+        data = {"exclude_ctx_ids": ids,
+                "reasons": [{"ctx_id": c, "reason": r} for c, r in zip(ids, reasons, strict=True)]}
+        assert compiled.answer_chars(ids, reasons) == len(_ANSWER_JSON.encode(data)), (ids, reasons)
