@@ -421,41 +421,41 @@ def replay_kernel(turns, arr_off, arr_item, need_off, need_item, refresh_off, re
                 seq[a] = live[a]
                 posof[live[a]] = a
             n_seq = m
+        # one pass over the window: mask_old_tool_results, drop_trivial_acks and
+        # deactivate_stale_subscriptions each act on a kind of their own, so their
+        # effects are those of the three loops the Python policy runs
         saved = 0
-        for a in range(m):  # mask_old_tool_results
+        dropped = 0
+        for a in range(m):
             i = live[a]
-            if kind[i] == KIND_TOOL_RESULT and not masked[i] and turn - last_ref[i] > ipar[I_MASK_AFTER]:
-                saved += tok[i] - mask_tok[i]
-                d = mask_tok[i] - tok[i]
-                zu[zone[i]] += d
-                tot[0] += d
-                tok[i] = mask_tok[i]
-                masked[i] = True
+            k = kind[i]
+            if k == KIND_TOOL_RESULT:
+                if not masked[i] and turn - last_ref[i] > ipar[I_MASK_AFTER]:
+                    saved += tok[i] - mask_tok[i]
+                    d = mask_tok[i] - tok[i]
+                    zu[zone[i]] += d
+                    tot[0] += d
+                    tok[i] = mask_tok[i]
+                    masked[i] = True
+            elif k == KIND_ACK:
+                if zone[i] != SYSTEM and not pinned[i] and tok[i] < ipar[I_TRIVIAL_ACK] and born[i] < turn:
+                    _evict(i, turn, state, zone, tok, zu, tot, ev_turn, ev_item, cnt)
+                    dropped += 1
+            elif k == KIND_SUBSCRIPTION and active[i]:
+                touched = last_ref[i] if last_ref[i] > born[i] else born[i]
+                for b in range(sub_off[i], sub_off[i + 1]):
+                    t = sub_turns[b]
+                    if touched < t <= turn:
+                        touched = t
+                if turn - touched >= ipar[I_TTL]:
+                    active[i] = False
+                    zu[zone[i]] -= tok[i]
+                    tot[0] -= tok[i]
+                    tok[i] = 0
+                    counters[C_DEACTIVATED] += 1
         if saved > 0:
             counters[C_MASKED] += 1
-        dropped = 0
-        for a in range(m):  # drop_trivial_acks
-            i = live[a]
-            if (kind[i] == KIND_ACK and zone[i] != SYSTEM and not pinned[i]
-                    and tok[i] < ipar[I_TRIVIAL_ACK] and born[i] < turn):
-                _evict(i, turn, state, zone, tok, zu, tot, ev_turn, ev_item, cnt)
-                dropped += 1
         counters[C_TRIVIAL] += dropped
-        for a in range(m):  # deactivate_stale_subscriptions
-            i = live[a]
-            if kind[i] != KIND_SUBSCRIPTION or state[i] != IN_WINDOW or not active[i]:
-                continue
-            touched = last_ref[i] if last_ref[i] > born[i] else born[i]
-            for b in range(sub_off[i], sub_off[i + 1]):
-                t = sub_turns[b]
-                if touched < t <= turn:
-                    touched = t
-            if turn - touched >= ipar[I_TTL]:
-                active[i] = False
-                zu[zone[i]] -= tok[i]
-                tot[0] -= tok[i]
-                tok[i] = 0
-                counters[C_DEACTIVATED] += 1
         if dropped:
             m = _live(seq, n_seq, posof, state, live)
         _caps(zu, ipar, fpar, caps)

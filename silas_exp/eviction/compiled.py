@@ -30,6 +30,7 @@ import operator
 import os
 import weakref
 from datetime import UTC, datetime
+from itertools import repeat
 from json.encoder import encode_basestring_ascii
 
 import numpy as np
@@ -122,6 +123,21 @@ def ineligible(strategy) -> str | None:
     return None
 
 
+# a session item's fields, in one call; a reference's
+_ITEM_FIELDS = operator.itemgetter("turn", "ctx_id", "kind", "zone", "tokens", "text", "tool_name", "status",
+                                   "group", "relevance", "completed_turn", "pinned", "refreshed_turns")
+_REFERENCE_FIELDS = operator.attrgetter("turn", "ctx_id", "grade")
+
+
+def _or_nan(x: float | None) -> float:
+    return math.nan if x is None else x
+
+
+def _ints(values) -> np.ndarray:
+    """``np.array(values, dtype=np.int64)`` without numpy's type discovery per value."""
+    return np.fromiter(values, np.int64, len(values))
+
+
 @functools.cache
 def _item_codes(K) -> dict[tuple[str, str], tuple[int, int, int]]:
     """(zone text, kind) -> (the feature table's row, the kernel's zone and kind
@@ -135,6 +151,7 @@ def _item_codes(K) -> dict[tuple[str, str], tuple[int, int, int]]:
             for zone in ContextZone for kind in KNOWN_KINDS}
 
 
+_SNIPPET = slice(0, 160)  # LiveItem.snippet: the text's first 160 characters
 # LiveItem.mask's placeholder's characters besides its tool, status and tokens
 _MASK_CHARS = len(MASK_TEMPLATE.format(tool="", status="", tokens=""))
 
@@ -147,64 +164,67 @@ class _Encoded:
     def __init__(self, session: Session, truth: SessionTruth, max_subscription_tokens: int) -> None:
         K = _kernel()
         items = session.items
-        src = [it.__dict__ for it in items]  # pydantic keeps the fields there
-        born = [d["turn"] for d in src]
+        # every field of every item in one C-level call per item, then transposed
+        # (pydantic keeps the fields in the instance __dict__)
+        fields = list(map(_ITEM_FIELDS, map(operator.attrgetter("__dict__"), items)))
+        born = [f[0] for f in fields]
         order = None  # the arrival order's positions in the session, when they differ
         if not all(map(operator.le, born, born[1:])):  # arrival order: by turn, stably
             order = sorted(range(len(items)), key=born.__getitem__)
-            items, src, born = [items[k] for k in order], [src[k] for k in order], sorted(born)
-        self.items = items
+            items, fields, born = [items[k] for k in order], [fields[k] for k in order], sorted(born)
+        (_, ids, kinds, zone_members, given, texts, tools, statuses, group_names, relevance,
+         completed, pinned, refreshed) = zip(*fields, strict=True) if fields else ((),) * 13
+        self.items, self._texts, self._kinds = items, texts, kinds
         n, turns = len(items), session.turns
-        self.ids = ids = [d["ctx_id"] for d in src]
+        self.ids = ids
         self.index = index = dict(zip(ids, range(n), strict=True))
-        kinds = [d["kind"] for d in src]
-        self.zone_text = zones = [d["zone"]._value_ for d in src]
+        self.zone_text = zones = list(map(operator.attrgetter("_value_"), zone_members))
         # (feature table row, zone code, kind code) of each item, one look-up each
-        codes = np.array(list(map(_item_codes(K).__getitem__, zip(zones, kinds, strict=True))),
-                         dtype=np.int64).reshape(n, 3)
+        codes = np.fromiter(map(_item_codes(K).__getitem__, zip(zones, kinds, strict=True)),
+                            np.dtype((np.int64, 3)), n)
         kind = codes[:, 2].copy()
         # LiveItem.from_session's tokens: given, else counted; a subscription's capped
-        full_arr = np.array([count_tokens(d["text"]) if (t := d["tokens"]) is None else t for d in src],
-                            dtype=np.int64)
+        full_arr = _ints(given if None not in given else
+                         [count_tokens(x) if t is None else t for t, x in zip(given, texts, strict=True)])
         np.minimum(full_arr, max_subscription_tokens, out=full_arr, where=kind == K.KIND_SUBSCRIPTION)
         self.full = full = full_arr.tolist()
         # a tool result's tokens once masked (LiveItem.mask: its placeholder's characters
         # are the template's own and the three values'); only tool results are masked
         mask_tok = np.zeros(n, dtype=np.int64)
         tool_results = np.flatnonzero(kind == K.KIND_TOOL_RESULT).tolist()
-        mask_tok[tool_results] = [tokens_of_chars(_MASK_CHARS + len(src[i]["tool_name"] or "tool")
-                                                  + len(src[i]["status"] or "ok") + len(str(full[i])))
+        mask_tok[tool_results] = [tokens_of_chars(_MASK_CHARS + len(tools[i] or "tool")
+                                                  + len(statuses[i] or "ok") + len(str(full[i])))
                                   for i in tool_results]
         groups: dict[str, int] = {}
-        group = [groups.setdefault(g, len(groups)) if (g := d["group"]) else -1 for d in src]
+        group = [groups.setdefault(g, len(groups)) if g else -1 for g in group_names]
         rank = np.empty(n, dtype=np.int64)
         rank[sorted(range(n), key=ids.__getitem__)] = np.arange(n)
-        # None (no relevance, not completed) arrives as NaN: the schema allows no NaN
-        relevance = np.array([d["relevance"] for d in src], dtype=float)
-        completed = np.array([d["completed_turn"] for d in src], dtype=float)
+        # None (no relevance, not completed) as NaN: the schema allows no NaN
+        relevance_arr = np.fromiter(map(_or_nan, relevance), float, n)
+        completed_arr = np.fromiter(map(_or_nan, completed), float, n)
         a = self.a = {
-            "born": np.array(born, dtype=np.int64),
+            "born": _ints(born),
             "zone": codes[:, 1].copy(),
             "kind": kind,
             "const_row": codes[:, 0].copy(),
             "full": full_arr,
             "mask_tok": mask_tok,
-            "pinned": np.array([d["pinned"] for d in src], dtype=np.bool_),
-            "group": np.array(group, dtype=np.int64),
+            "pinned": np.fromiter(pinned, np.bool_, n),
+            "group": _ints(group),
             "rank": rank,
-            "relevance": np.where(np.isnan(relevance), 0.5, relevance),
-            "completed": np.where(np.isnan(completed), K.NOT_COMPLETED, completed).astype(np.int64),
-            "is_error": np.array([d["status"] == "error" for d in src], dtype=np.bool_),
-            "name_key": np.array(list(map(key64, ids)), dtype=np.uint64),
+            "relevance": np.where(np.isnan(relevance_arr), 0.5, relevance_arr),
+            "completed": np.where(np.isnan(completed_arr), K.NOT_COMPLETED, completed_arr).astype(np.int64),
+            "is_error": np.fromiter(map(operator.eq, statuses, repeat("error")), np.bool_, n),
+            "name_key": np.fromiter(map(key64, ids), np.uint64, n),
             "const_table": np.ascontiguousarray(_CONSTANT_TABLE),
         }
+        self._statuses, self._relevance = statuses, relevance
         self.groups_named_like_items = any(g in index for g in groups)
         self.n_groups = len(groups)
         # a subscription's refresh turns (flat, with offsets), and the subscriptions
         # each turn refreshes, in session order (the Python loop's dict order)
-        refreshed = [d["refreshed_turns"] for d in src]
         a["sub_off"] = np.cumsum([0, *map(len, refreshed)]).astype(np.int64)
-        a["sub_turns"] = np.array([t for ts in refreshed for t in ts], dtype=np.int64)
+        a["sub_turns"] = _ints([t for ts in refreshed for t in ts])
         subscriptions = [i for i, k in enumerate(kinds) if k == "subscription"]
         if order is not None:  # in the session's order
             subscriptions.sort(key=order.__getitem__)
@@ -213,24 +233,21 @@ class _Encoded:
             for t in refreshed[i]:
                 refresh.setdefault(t, {})[i] = None
         flat = [(t, i) for t in sorted(refresh) if 0 <= t < turns for i in refresh[t]]
-        a["refresh_off"] = np.searchsorted(np.array([t for t, _ in flat], dtype=np.int64),
+        a["refresh_off"] = np.searchsorted(_ints([t for t, _ in flat]),
                                            np.arange(turns + 1)).astype(np.int64)
-        a["refresh_item"] = np.array([i for _, i in flat], dtype=np.int64)
+        a["refresh_item"] = _ints([i for _, i in flat])
         # arrivals, and the needs of each turn in the truth's order, as offsets
         a["arr_off"] = np.searchsorted(a["born"], np.arange(turns + 1)).astype(np.int64)
         a["arr_item"] = np.arange(n, dtype=np.int64)
-        refs = truth.references
-        ref_turns = [r.turn for r in refs]
+        refs = list(map(_REFERENCE_FIELDS, truth.references))
+        ref_turns, ref_ids, grades = zip(*refs, strict=True) if refs else ((), (), ())
         if not all(map(operator.le, ref_turns, ref_turns[1:])):  # stably: a turn's in the truth's order
-            refs = sorted(refs, key=operator.attrgetter("turn"))
-            ref_turns = [r.turn for r in refs]
-        ref_ids = [r.ctx_id for r in refs]
+            ref_turns, ref_ids, grades = zip(*sorted(refs, key=operator.itemgetter(0)), strict=True)
         # every reference by turn (the need oracle's look-ahead); those before the
         # last turn, a prefix of them, are the replay's needs
-        a["fut_turn"] = np.array(ref_turns, dtype=np.int64)
-        a["fut_item"] = np.array([index.get(c, -1) for c in ref_ids], dtype=np.int64)
-        grades = [r.grade for r in refs]
-        a["fut_grade"] = np.array(grades, dtype=np.int64)
+        a["fut_turn"] = _ints(ref_turns)
+        a["fut_item"] = np.fromiter(map(index.get, ref_ids, repeat(-1)), np.int64, len(ref_ids))
+        a["fut_grade"] = _ints(grades)
         replayed = int(np.searchsorted(a["fut_turn"], turns))
         # the replay's needs as columns: turn, ctx_id, grade
         self.needs = (ref_turns[:replayed], ref_ids[:replayed], grades[:replayed])
@@ -238,25 +255,28 @@ class _Encoded:
         a["need_item"] = a["fut_item"][:replayed]
         self.turns = turns
         self.fits = n < (1 << 21) and turns < (1 << 20)
-        self._kinds, self._line_chars = kinds, np.full(n, -1, dtype=np.int64)
+        self._line_chars = np.full(n, -1, dtype=np.int64)
 
     @functools.cached_property
     def columns(self) -> dict[str, np.ndarray]:
         """Per item, what a feedback-store row holds of it besides its state at
         the flush: zone text, kind, status, retrieval relevance (None kept)."""
-        src = [it.__dict__ for it in self.items]
         return {"zone": np.array(self.zone_text, dtype=object),
                 "kind": np.array(self._kinds, dtype=object),
-                "status": np.array([d["status"] for d in src], dtype=object),
-                "relevance": np.array([d["relevance"] for d in src], dtype=object)}
+                "status": np.array(self._statuses, dtype=object),
+                "relevance": np.array(self._relevance, dtype=object)}
 
     def line_chars(self, wanted: np.ndarray) -> np.ndarray:
         """The characters of each item's line in a keep-back prompt
         (``keepback_line``), made for the items ``wanted`` (-1: not made yet)."""
-        known, items = self._line_chars, self.items
+        known = self._line_chars
         missing = np.unique(wanted[known[wanted] < 0]).tolist()
-        known[missing] = [len(items[i].ctx_id) + _LINE_CHARS + len(one_line(items[i].text[:160]))
-                          for i in missing]
+        if missing:
+            texts = map(self._texts.__getitem__, missing)
+            known[missing] = (np.fromiter(map(len, map(self.ids.__getitem__, missing)), np.int64, len(missing))
+                              + np.fromiter(map(len, map(one_line, map(operator.getitem, texts,
+                                                                        repeat(_SNIPPET)))),
+                                            np.int64, len(missing)) + _LINE_CHARS)
         return known
 
 
