@@ -39,7 +39,7 @@ from silas_exp.context.budget import TokenBudget, count_tokens, tokens_of_chars
 from silas_exp.context.features import _CONSTANT_ROW, _CONSTANT_TABLE, FEATURES
 from silas_exp.context.stats import Flush, NeedEvent, Ranking, ReplayStats, tuple_maker
 from silas_exp.context.window import MASK_TEMPLATE, LiveItem, one_line
-from silas_exp.eviction.two_tier import TwoTierEviction
+from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
 from silas_exp.feedback.flush import (
     KEEPBACK_SCHEMA,
     SYSTEM,
@@ -297,6 +297,27 @@ def _encoded(session: Session, truth: SessionTruth, budget: TokenBudget) -> _Enc
             del _ENCODED[k]
     _ENCODED[id(session)] = (weakref.ref(session), weakref.ref(truth), cap, enc)
     return enc
+
+
+def warm_up() -> None:
+    """Load the compiled loop's machine code (from numba's cache, or compiled on
+    a machine's first run, ~15 s) by replaying a two-item session: a launcher
+    that forks its workers after this hands them the loaded code, instead of
+    every worker loading (or compiling) it again."""
+    from silas_exp.context.budget import PROFILES
+    from silas_exp.scorers.heuristic import HeuristicWeights
+
+    if not enabled():
+        return
+    session = Session(session_id="warm-up", scope_id="warm-up", profile="coding", turns=2, items=[
+        {"ctx_id": "a", "turn": 0, "zone": "chronicle", "kind": "user_message", "tokens": 50},
+        {"ctx_id": "b", "turn": 1, "zone": "workspace", "kind": "plan", "tokens": 50}])
+    budget = TokenBudget(total=60)
+    stats = ReplayStats()
+    strategy = TwoTierEviction(TwoTierSettings(keepbacks=False), budget, PROFILES["coding"],
+                               LinearScorer("heuristic", HeuristicWeights().vector()), None, stats, "warm-up")
+    replay_two_tier(session, SessionTruth(), strategy, budget, stats)
+    forget_encodings()
 
 
 def forget_encodings() -> None:

@@ -30,12 +30,18 @@ from silas_exp.variants import variant_name
 
 def warm_up() -> None:
     """Import in the launching process what a job imports on first use (scipy's
-    stats and optimize: ~0.5 s of CPU each). The default launcher calls this
-    before it forks its workers (``hydra.launcher.before_fork``), so they start
-    with them instead of each importing them again; the end of the sweep needs
-    scipy.stats anyway."""
+    stats and optimize: ~0.5 s of CPU each), and load the compiled replay loop
+    (numba and the loop's machine code: ~0.5 s from numba's cache; on a
+    machine's first run it compiles, ~15 s, once here instead of in every
+    worker). The default launcher calls this before it forks its workers
+    (``hydra.launcher.before_fork``), so they start with them; the end of the
+    sweep needs scipy.stats anyway."""
     import scipy.optimize  # noqa: F401
     import scipy.stats  # noqa: F401
+
+    from silas_exp.eviction import compiled
+
+    compiled.warm_up()
 
 
 def job_spec(cfg: ExperimentConfig, task_overrides: list[str], manifest: SweepManifest | None

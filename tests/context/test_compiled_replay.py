@@ -262,3 +262,13 @@ def test_answer_chars_is_the_encoded_answers_length():
         data = {"exclude_ctx_ids": ids,
                 "reasons": [{"ctx_id": c, "reason": r} for c, r in zip(ids, reasons, strict=True)]}
         assert compiled.answer_chars(ids, reasons) == len(_ANSWER_JSON.encode(data)), (ids, reasons)
+
+
+def test_warm_up_loads_the_one_specialization_replays_use(tmp_path):
+    """The launcher's warm-up loads the machine code a replay then runs: the same
+    argument types, so no replay compiles a second specialization."""
+    compiled.warm_up()
+    assert len(K.replay_kernel.signatures) == 1
+    session, truth, strategy, budget, stats = _strategy(tmp_path)
+    assert compiled.replay_two_tier(session, truth, strategy, budget, stats) is stats
+    assert len(K.replay_kernel.signatures) == 1
