@@ -3,7 +3,7 @@ with <= 500 live items.
 
     python bench/bench_replay.py [--workload both] [--scorer heuristic] [--sessions 8]
                                  [--turns 200] [--repeats 3] [--store :memory:] [--gc job]
-                                 [--breakdown] [--instructions] [--quick]
+                                 [--engine auto] [--breakdown] [--instructions] [--quick]
 
 Target: >= 20,000 turns per CPU-second for two-tier eviction. Two workloads,
 each replaying the same sessions through the context manager:
@@ -16,6 +16,13 @@ each replaying the same sessions through the context manager:
   simulated main model's keep-backs on every proposal and their rows in the
   feedback store (in memory unless ``--store`` names a file). What a job of
   the default sweep replays.
+
+Each session is replayed as a job replays it: through the compiled loop
+(``silas_exp/eviction/compiled.py``) when it can stand in, which it can for
+the control and fitted weights with the simulated main model; every pass
+encodes its sessions anew, as most of a sweep's replays do (a worker
+replays a case ~1.3 times per encoding in the README sweep). ``--engine
+python`` replays in Python only (``SILAS_EXP_REPLAY=python``).
 
 ``--scorer`` picks Tier 2's scorer (the control, ``heuristic``, by default).
 ``--scorer prompt`` is what the README sweep's prompt jobs replay: every
@@ -34,7 +41,7 @@ over wall time. Each figure is the best of ``--repeats`` passes over the
 sessions, under a job's garbage-collector thresholds
 (``silas_exp.run.gc_policy``; ``--gc default`` for CPython's).
 
-``--breakdown`` adds one pass per workload with CPU timers around Tier 1,
+``--breakdown`` adds one pass per workload, in Python, with CPU timers around Tier 1,
 Tier 2, the scorer, the keep-backs, the store's writes and the garbage
 collector, and reports each in microseconds per turn (the timers cost ~1 us a
 call; the headline passes run without them).
@@ -55,7 +62,9 @@ target stated against a commit (the feedback loop's 3x against 1fe688b):
 load: CPU instructions per turn, counted by valgrind's callgrind (Debian
 package ``valgrind``). It runs the same workload twice under callgrind, once
 with one pass over the sessions and once with two, and reports the
-difference per turn: one warm pass, set-up and imports left out. Counts
+difference per turn: one warm pass, set-up and imports left out (the
+compiled loop's machine code built for a generic x86-64 CPU, compiled and
+cached by a run outside callgrind first). Counts
 repeat to within a few instructions per turn from run to run where CPU
 seconds wander by tens of percent on a shared 2-core machine, so compare
 code changes with it. It costs about a minute per 1,000 turns and workload.

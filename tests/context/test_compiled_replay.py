@@ -233,6 +233,14 @@ def test_a_job_gives_the_same_results_either_way(scorer, compose, tmp_path, monk
     from silas_exp.run import job as job_module
 
     results = {}
+    taken: list[bool] = []
+
+    def counted(*args, **kwargs):
+        replayed = compiled.replay_two_tier(*args, **kwargs)
+        taken.append(replayed is not None)
+        return replayed
+
+    monkeypatch.setattr(job_module, "replay_two_tier", counted)
     for engine in ("python", "auto"):
         monkeypatch.setenv(compiled.ENGINE_VARIABLE, engine)
         monkeypatch.setattr(calibration_module, "_CALIBRATIONS", {})
@@ -240,6 +248,13 @@ def test_a_job_gives_the_same_results_either_way(scorer, compose, tmp_path, monk
         # a cache folder each: the first run's calibration and reference stay out of the second's
         results[engine] = _job(compose, tmp_path / engine, f"scorer={scorer}",
                                f"paths.cache={tmp_path / engine / 'cache'}")
+        if engine == "python":
+            assert taken and not any(taken)
+            taken.clear()
+    # the job's own four cases (and the control's reference, replayed by the weights
+    # job) through the compiled loop; the weights' calibration replays explore: Python
+    assert sum(taken) >= 4, "the auto run did not replay through the compiled loop"
+    assert all(taken) == (scorer == "heuristic")
     (py_metrics, py_cases), (c_metrics, c_cases) = results["python"], results["auto"]
     assert py_cases == c_cases
     timed = {"summary.mean_latency_ms", "summary.p95_latency_ms"}  # wall clock: what differs
