@@ -327,14 +327,13 @@ def replay_kernel(turns, arr_off, arr_item, need_off, need_item, refresh_off, re
     ev_turn = np.empty(cap, np.int64)
     ev_item = np.empty(cap, np.int64)
     cnt = np.zeros(1, np.int64)
-    # per Tier-2 call: turn, end of its ranking, end of its candidates, sent to the
-    # main model, resolved by it in time, latency
-    call_turn = np.empty(16, np.int64)
-    call_rank_end = np.empty(16, np.int64)
-    call_cand_end = np.empty(16, np.int64)
-    call_sent = np.empty(16, np.bool_)
-    call_in_time = np.empty(16, np.bool_)
-    call_latency = np.empty(16)
+    # per Tier-2 call (at most one a turn): turn, end of its ranking, end of its
+    # candidates, sent to the main model, resolved by it in time
+    call_turn = np.empty(turns, np.int64)
+    call_rank_end = np.empty(turns, np.int64)
+    call_cand_end = np.empty(turns, np.int64)
+    call_sent = np.empty(turns, np.bool_)
+    call_in_time = np.empty(turns, np.bool_)
     n_calls = 0
     rank_item = np.empty(64, np.int64)
     n_rank = 0
@@ -601,7 +600,6 @@ def replay_kernel(turns, arr_off, arr_item, need_off, need_item, refresh_off, re
                 c_last_ref[j] = last_ref[i]
             sent = keepbacks and n_chosen > 0
             in_time = False
-            latency = 0.0
             if sent:
                 # KeepBackBroker.resolve: the need oracle within the horizon ...
                 lo = _after(fut_turn, turn)
@@ -651,19 +649,12 @@ def replay_kernel(turns, arr_off, arr_item, need_off, need_item, refresh_off, re
                         g = group[c_item[n_cand + c]]
                         if g >= 0:
                             g_kept[g] = False
+            call_turn[n_calls] = turn
+            call_rank_end[n_calls] = n_rank
+            call_cand_end[n_calls] = n_cand + n_chosen
+            call_sent[n_calls] = sent
+            call_in_time[n_calls] = in_time
             n_calls += 1
-            call_turn = _grow(call_turn, n_calls)
-            call_rank_end = _grow(call_rank_end, n_calls)
-            call_cand_end = _grow(call_cand_end, n_calls)
-            call_sent = _grow(call_sent, n_calls)
-            call_in_time = _grow(call_in_time, n_calls)
-            call_latency = _grow(call_latency, n_calls)
-            call_turn[n_calls - 1] = turn
-            call_rank_end[n_calls - 1] = n_rank
-            call_cand_end[n_calls - 1] = n_cand + n_chosen
-            call_sent[n_calls - 1] = sent
-            call_in_time[n_calls - 1] = in_time
-            call_latency[n_calls - 1] = latency
             for c in range(n_chosen):
                 j = n_cand + c
                 if not c_kept[j]:
@@ -680,8 +671,8 @@ def replay_kernel(turns, arr_off, arr_item, need_off, need_item, refresh_off, re
     m = _live(seq, n_seq, posof, state, live)
     return (counters, window_tokens, served, ev_turn[:cnt[0]], ev_item[:cnt[0]],
             call_turn[:n_calls], call_rank_end[:n_calls], call_cand_end[:n_calls],
-            call_sent[:n_calls], call_in_time[:n_calls], call_latency[:n_calls],
+            call_sent[:n_calls], call_in_time[:n_calls],
             rank_item[:n_rank], c_item[:n_cand], c_score[:n_cand],
             c_kept[:n_cand], c_answer[:n_cand], c_grade[:n_cand], c_tok[:n_cand],
             c_masked[:n_cand], c_active[:n_cand], c_last_ref[:n_cand], live[:m].copy(),
-            tok, masked, active, last_ref)
+            masked, active)

@@ -13,6 +13,12 @@ from silas_exp.schema.eviction import ContextZone
 from silas_exp.schema.session import SessionItem
 
 MASK_TEMPLATE = "[{tool} result masked: {status}, {tokens} tokens]"
+
+
+def mask_placeholder(tool_name: str | None, status: str | None, full_tokens: int) -> str:
+    """What a masked tool result shows instead of its text."""
+    return MASK_TEMPLATE.format(tool=tool_name or "tool", status=status or "ok", tokens=full_tokens)
+
 # an enum member read off its class costs a look-up through the enum's metaclass
 # (~0.1 us on CPython 3.11); the loops below read it once per item
 _SYSTEM = ContextZone.SYSTEM
@@ -103,10 +109,7 @@ class LiveItem:
         return self.completed_turn is not None and self.completed_turn <= turn
 
     def mask(self) -> None:
-        placeholder = MASK_TEMPLATE.format(
-            tool=self.tool_name or "tool", status=self.status or "ok", tokens=self.full_tokens
-        )
-        self.tokens = count_tokens(placeholder)
+        self.tokens = count_tokens(mask_placeholder(self.tool_name, self.status, self.full_tokens))
         self.masked = True
 
     def visible_text(self) -> str:
@@ -115,8 +118,7 @@ class LiveItem:
         if not self.active:
             return ""
         if self.masked:
-            return MASK_TEMPLATE.format(tool=self.tool_name or "tool", status=self.status or "ok",
-                                        tokens=self.full_tokens)
+            return mask_placeholder(self.tool_name, self.status, self.full_tokens)
         return self.text
 
     def restore(self) -> None:

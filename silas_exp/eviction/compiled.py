@@ -38,7 +38,7 @@ import numpy as np
 from silas_exp.context.budget import TokenBudget, count_tokens, tokens_of_chars
 from silas_exp.context.features import _CONSTANT_ROW, _CONSTANT_TABLE, FEATURES
 from silas_exp.context.stats import Flush, NeedEvent, Ranking, ReplayStats, tuple_maker
-from silas_exp.context.window import MASK_TEMPLATE, LiveItem, one_line
+from silas_exp.context.window import MASK_TEMPLATE, LiveItem, mask_placeholder, one_line
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
 from silas_exp.feedback.flush import (
     KEEPBACK_SCHEMA,
@@ -91,14 +91,19 @@ def answer_chars(ctx_ids: list[str], reasons: list[str]) -> int:
 _LINE_CHARS = len(keepback_line("", 0.0, ""))
 
 
+def _scorer(strategy: TwoTierEviction):
+    """The strategy's scorer itself (a built scorer is held to its contract by a CheckedScorer)."""
+    scorer = strategy.scorer
+    return scorer.inner if isinstance(scorer, CheckedScorer) else scorer
+
+
 def ineligible(strategy) -> str | None:
     """Why the compiled loop cannot replay ``strategy`` (None: it can)."""
     if type(strategy) is not TwoTierEviction:
         return "not the built-in two-tier strategy"
     if strategy.s.explore_rate > 0:
         return "exploration draws from the strategy's own generator"
-    scorer = strategy.scorer
-    inner = scorer.inner if isinstance(scorer, CheckedScorer) else scorer
+    inner = _scorer(strategy)
     if type(inner) is not LinearScorer:
         return f"scorer {type(inner).__name__} is not a stateless linear scorer"
     w = np.asarray(inner.weights, dtype=float)
@@ -153,7 +158,7 @@ def _item_codes(K) -> dict[tuple[str, str], tuple[int, int, int]]:
 
 _SNIPPET = slice(0, 160)  # LiveItem.snippet: the text's first 160 characters
 # LiveItem.mask's placeholder's characters besides its tool, status and tokens
-_MASK_CHARS = len(MASK_TEMPLATE.format(tool="", status="", tokens=""))
+_MASK_CHARS = len(MASK_TEMPLATE.format(tool="", status="", tokens=""))  # mask_placeholder's own
 
 
 class _Encoded:
@@ -352,9 +357,7 @@ def replay_two_tier(session: Session, truth: SessionTruth, strategy: TwoTierEvic
     if main is not None:
         keys[:] = [key64(f"{broker.llm.backend.seed}/{broker.namespace}/keepback"),
                    key64(f"{broker.seed}/{broker.namespace}/keepback.latency"), key64("")]
-    scorer = strategy.scorer
-    weights = np.ascontiguousarray(np.asarray(
-        (scorer.inner if isinstance(scorer, CheckedScorer) else scorer).weights, dtype=float))
+    weights = np.ascontiguousarray(np.asarray(_scorer(strategy).weights, dtype=float))
     a = enc.a
     out = _kernel().replay_kernel(
         enc.turns, a["arr_off"], a["arr_item"], a["need_off"], a["need_item"], a["refresh_off"],
@@ -369,9 +372,8 @@ def replay_two_tier(session: Session, truth: SessionTruth, strategy: TwoTierEvic
 def _decode(enc: _Encoded, out, strategy: TwoTierEviction, budget: TokenBudget,
             stats: ReplayStats) -> None:
     (counters, window_tokens, served, ev_turn, ev_item, call_turn, call_rank_end, call_cand_end,
-     call_sent, call_in_time, call_latency, rank_item, c_item, c_score, c_kept,
-     c_answer, c_grade, c_tok, c_masked, c_active, c_last_ref, final, tok, masked, active,
-     last_ref) = out
+     call_sent, call_in_time, rank_item, c_item, c_score, c_kept, c_answer, c_grade, c_tok,
+     c_masked, c_active, c_last_ref, final, masked, active) = out
     ids, items = enc.ids, enc.items
     st = stats
     need_event = tuple_maker(NeedEvent)
@@ -381,7 +383,8 @@ def _decode(enc: _Encoded, out, strategy: TwoTierEviction, budget: TokenBudget,
     (st.guard_triggers, st.proposals, st.scorer_calls, st.auto_resolved, st.hard_ceiling_overrides,
      st.re_retrievals, st.re_retrieved_tokens, st.masked, st.trivial_dropped,
      st.subscriptions_deactivated) = counters.tolist()
-    cand_ids = list(map(ids.__getitem__, c_item.tolist()))
+    cand_items = c_item.tolist()
+    cand_ids = list(map(ids.__getitem__, cand_items))
     scores = c_score.tolist()
     kept = c_kept.tolist()
     turns_of = np.repeat(call_turn, np.diff(call_cand_end, prepend=0)).tolist()
@@ -401,8 +404,7 @@ def _decode(enc: _Encoded, out, strategy: TwoTierEviction, budget: TokenBudget,
         if not active[i]:
             continue
         it = items[i]
-        retained.append(MASK_TEMPLATE.format(tool=it.tool_name or "tool", status=it.status or "ok",
-                                             tokens=enc.full[i]) if masked[i] else it.text)
+        retained.append(mask_placeholder(it.tool_name, it.status, enc.full[i]) if masked[i] else it.text)
     st.retained = [text for text in retained if text]
     cand_ends = call_cand_end.tolist()
     cand_starts = [0, *cand_ends][:-1]
@@ -413,7 +415,7 @@ def _decode(enc: _Encoded, out, strategy: TwoTierEviction, budget: TokenBudget,
         for t, lo, hi, ok in zip(call_turns, cand_starts, cand_ends, in_time, strict=True):
             shots = []
             for j in range(lo, hi):
-                shot = LiveItem.from_session(items[c_item[j]], cap)
+                shot = LiveItem.from_session(items[cand_items[j]], cap)
                 shot._tokens, shot.masked, shot.active, shot.last_ref = toks[j], mks[j], acts[j], refs[j]
                 shots.append(shot)
             st.flush_log.append(Flush(t, tuple(shots), tuple(ok and answer[j] for j in range(lo, hi))))
@@ -425,7 +427,7 @@ def _record_flushes(enc: _Encoded, strategy: TwoTierEviction, out) -> None:
     """Each flush the main model saw: its proposal and feedback as the store's
     rows, its call in the client's accounting (what ``KeepBackBroker.resolve``,
     ``feedback_record`` and the simulated backend leave), made column-wise."""
-    (_, _, _, _, _, call_turn, _, call_cand_end, call_sent, call_in_time, _, _, c_item, c_score,
+    (_, _, _, _, _, call_turn, _, call_cand_end, call_sent, call_in_time, _, c_item, c_score,
      _, c_answer, c_grade, c_tok, c_masked, _, c_last_ref, *_) = out
     broker = strategy.broker
     scope, scorer_model = strategy.scope_id, strategy.scorer.model_id

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from statistics import fmean
 from typing import Any
 
-from silas_exp.context.window import MASK_TEMPLATE, LiveItem, Window
+from silas_exp.context.window import LiveItem, Window, mask_placeholder
 from silas_exp.errors import LLMError
 from silas_exp.probes.answer import answer_request
 from silas_exp.probes.judge import Judge, assessments
@@ -28,8 +28,7 @@ def render(window: Window) -> str:
         if not it.active:
             continue
         if it.masked:
-            parts.append(MASK_TEMPLATE.format(tool=it.tool_name or "tool", status=it.status or "ok",
-                                              tokens=it.full_tokens))
+            parts.append(mask_placeholder(it.tool_name, it.status, it.full_tokens))
         elif it.kind == "summary":
             parts.append(f"[summary of the earlier session]\n{it.text}")
         else:

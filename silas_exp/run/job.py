@@ -119,7 +119,6 @@ class _CaseRunner:
         # kept out of the job's own llm.* metrics and reported as llm.overhead.*
         self.overhead = Accounting(dict(cfg.llm.prices))
         self.errors: list[str] = []
-        self.compiled_cases = 0  # cases the compiled loop replayed (silas_exp.eviction.compiled)
         self.probe_rows: list[dict] = []
         self.plugin_metrics = case_metric_functions(cfg.metrics.plugins)
         self.failures = FailureLog([
@@ -163,7 +162,7 @@ class _CaseRunner:
         labels: list[bool] = []
         flush_turn = sc.flush_turn
 
-        def step(window, turn: int) -> None:
+        def score_reference(turn: int) -> None:
             for f in by_turn.get(turn, ()):
                 try:
                     got = on_grid(scorer.score(list(f.items), turn))
@@ -171,6 +170,9 @@ class _CaseRunner:
                     continue  # a failed call scores nothing; the AUC uses the calls that answered
                 scores.extend(got[i.ctx_id] for i in f.items)
                 labels.extend(f.kept)
+
+        def step(window, turn: int) -> None:
+            score_reference(turn)
             if turn == flush_turn:
                 strategy.compress(window, turn)  # a snapshot case: one flush decision
             else:
@@ -179,12 +181,8 @@ class _CaseRunner:
         if replay_two_tier(sc.session, sc.truth, strategy, sc.budget, stats, flush_turn) is None:
             replay(sc.session, sc.truth, step, sc.budget, stats)
         else:  # replayed compiled: the reference flushes scored after it (the scorer keeps no state)
-            self.compiled_cases += 1
             for turn in sorted(t for t in by_turn if t < sc.session.turns):
-                for f in by_turn[turn]:
-                    got = on_grid(scorer.score(list(f.items), turn))
-                    scores.extend(got[i.ctx_id] for i in f.items)
-                    labels.extend(f.kept)
+                score_reference(turn)
         shared: dict[str, float] = {}
         if reference is not None:
             shared = {"feedback.exclusion_auc": roc_auc(scores, labels) if scores else math.nan,
