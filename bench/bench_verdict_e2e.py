@@ -40,7 +40,6 @@ import numpy as np
 from _results import save  # bench/ helper
 
 from silas_exp.analysis.ablation import ablation
-from silas_exp.analysis.adaptive import AdaptiveState, close_decided
 from silas_exp.analysis.data import JobData, SweepData, job_data
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.config import compose_config
@@ -48,6 +47,8 @@ from silas_exp.data.suites.blocks import block_order, n_blocks
 from silas_exp.metrics.registry import gated_for, spec
 from silas_exp.run.job import make_job, run_job
 from silas_exp.schema.benchmark import BenchmarkResult
+from silas_exp.study.looks import close_decided
+from silas_exp.study.state import AdaptiveState
 
 CONTROL = "scorer=heuristic"
 VARIANT = "scorer=variant"

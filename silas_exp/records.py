@@ -43,7 +43,7 @@ CASES_FILE = "results.jsonl"
 PROBE_TABLE = "probes.json"  # the job's probe rows; logged as an MLflow table of the same name
 MANIFEST_FILE = "sweep.json"
 SWEEP_END_FILE = "sweep.done"
-ADAPTIVE_FILE = "adaptive.json"  # a sequential study's plan and stops (analysis.adaptive)
+ADAPTIVE_FILE = "adaptive.json"  # a sequential study's plan and stops (silas_exp.study)
 
 SCHEMA_VERSION = 4  # JobResult; 3 was "format": 3, earlier files had no version key
 MANIFEST_VERSION = 1

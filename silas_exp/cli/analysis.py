@@ -52,9 +52,9 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any
     """A sweep's finished jobs read back from MLflow (their result artifacts),
     its parent run (None if absent) and, for a sequential sweep, the plan and
     stops its parent run keeps (``adaptive.json``; else None)."""
-    from silas_exp.analysis.adaptive import AdaptiveState
     from silas_exp.analysis.data import SweepData, job_from_result, latest_per_job, merge_blocks
     from silas_exp.records import ADAPTIVE_FILE
+    from silas_exp.study.state import AdaptiveState
     from silas_exp.tracking.reader import Reader
 
     reader = Reader(uri)
@@ -69,10 +69,10 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any
 
 def cmd_ablation(args) -> int:
     from silas_exp.analysis.ablation import ablation
-    from silas_exp.analysis.adaptive import AdaptiveState, read_as_decided
     from silas_exp.analysis.data import load_baseline, load_sweep_dir
     from silas_exp.analysis.plots import ablation_plots
     from silas_exp.analysis.report import ablation_markdown
+    from silas_exp.study.state import AdaptiveState, read_as_decided
 
     settings = ablation_settings(args)
     suite_dir = Path(args.suite_dir) if args.suite_dir else None

@@ -151,7 +151,6 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
             print(no_control_note(variants.pop(), cfg.analysis.controls))
         return None
     from silas_exp.analysis.ablation import ablation
-    from silas_exp.analysis.adaptive import AdaptiveState, read_as_decided
     from silas_exp.analysis.data import load_sweep_dir
     from silas_exp.analysis.decision import decision_sentence
     from silas_exp.analysis.html import ablation_html
@@ -159,6 +158,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
     from silas_exp.analysis.plots import ablation_plots
     from silas_exp.analysis.report import OUTCOME_TEXT, ablation_markdown
     from silas_exp.run.failures import sweep_markdown
+    from silas_exp.study.state import AdaptiveState, read_as_decided
 
     try:
         data = load_sweep_dir(sweep_dir, Path(cfg.suite.path) if cfg else None)

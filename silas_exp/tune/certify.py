@@ -5,7 +5,7 @@ at a confidence that pays for the k candidates (Bonferroni: each at
 than its margin stays within the rule's one-sided 2.5 %).
 
 A holdout larger than ``cases_per_block`` is certified sequentially, as a
-sweep is (``analysis.adaptive``): in seeded blocks of cases, looking after
+sweep is (``silas_exp.study``): in seeded blocks of cases, looking after
 blocks 1, 2, 4, … and the last, the k-candidate confidence spent over the
 looks by the sweep's group-sequential plan (silas_exp.stats.sequential: the
 one-sided alpha/k of each candidate spent as alpha/k · t²); a candidate stops when its
@@ -26,11 +26,11 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from silas_exp.analysis.ablation import AblationResult, ablation
-from silas_exp.analysis.adaptive import AdaptiveState, read_as_decided
 from silas_exp.analysis.data import SweepData, job_from_result, merge_blocks
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.records import RESULT_FILE, read_job_result
 from silas_exp.stats import Outcome
+from silas_exp.study.state import AdaptiveState, read_as_decided
 from silas_exp.tune.record import Candidate, Certification
 
 PROPOSED_DIR = "proposed"

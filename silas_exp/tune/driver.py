@@ -6,7 +6,7 @@ the best on the held-out cases and record everything (``tune.json``).
 A trial runs its whole training split (``cases_per_block=null``); a holdout
 larger than ``cases_per_block`` is certified in blocks of cases, sequentially
 (``silas_exp.tune.certify``), with the sweep's own loop of looks
-(``analysis.adaptive.run_looks``).
+(``silas_exp.study.loop.run_looks``).
 
 Job folders are numbered by trial (trial t, repeat r: ``t × repeats + r``), so
 a resumed study finds its jobs where it left them; certification jobs start
@@ -23,12 +23,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from silas_exp.analysis.adaptive import AdaptiveState, look_and_close, run_looks
 from silas_exp.config import ExperimentConfig
 from silas_exp.data.suites.blocks import n_blocks
 from silas_exp.data.suites.memo import load_suite_cached
 from silas_exp.errors import ConfigError, pydantic_error_to_config_error
 from silas_exp.records import SweepManifest, read_manifest, update_manifest
+from silas_exp.study.looks import look_and_close
+from silas_exp.study.loop import run_looks
+from silas_exp.study.state import AdaptiveState
 from silas_exp.tune import certify as cert
 from silas_exp.tune import study as st
 from silas_exp.tune.record import SPLIT_FILE, TrialScore, TuneRecord

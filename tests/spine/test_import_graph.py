@@ -25,6 +25,7 @@ LAYERS = [
     {"analysis", "variants"},
     {"config"},
     {"tracking", "data"},
+    {"study"},
     {"run", "tune"},
     {"cli", "__main__"},
 ]

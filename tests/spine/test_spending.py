@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal, norm
 
-from silas_exp.analysis.adaptive import AdaptiveState, adaptive_notes
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.stats.sequential import spending_bounds, spending_confidences
+from silas_exp.study.state import AdaptiveState, adaptive_notes
 
 FRACTIONS = (1 / 8, 2 / 8, 4 / 8, 1.0)  # the default pool's looks: blocks 1, 2, 4, 8 of 8
 

@@ -1,0 +1,119 @@
+"""The persisted state of a study in rounds (``adaptive.json`` in the sweep
+folder): its plan of looks (after which rounds, at which confidence), the
+variants closed so far (the round, outcome and why), and how the end-of-sweep
+report reads a sweep as its study decided it. A round adds one repeat of every
+case (``repeats=auto``, unit "repeat") or one block of new cases at the
+configured repeats (sequential over cases, unit "block", the default for a
+suite larger than ``cases_per_block``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.records import ADAPTIVE_FILE
+from silas_exp.stats.sequential import look_confidence, look_rounds, spending_confidences
+
+
+@dataclass
+class AdaptiveState:
+    repeats_min: int
+    repeats_max: int
+    looks: list[int]  # the rounds after which verdicts are looked at
+    confidence: float  # two-sided confidence of each look (the last look's, if they differ)
+    control: str | None = None
+    closed: dict[str, dict] = field(default_factory=dict)  # variant -> round, outcome, why
+    unit: str = "repeat"  # what a round adds: "repeat" (same cases) or "block" (new cases)
+    cases_per_block: int | None = None  # unit "block": cases a round adds
+    pool_cases: int | None = None  # unit "block": cases in the pool (the most a study can use)
+    seed: int | None = None  # unit "block": the seed that fixed the order of the cases
+    confidences: list[float] | None = None  # unit "block": each look's, by its boundary
+
+    @classmethod
+    def plan(cls, settings: AnalysisSettings, repeats_min: int, repeats_max: int) -> AdaptiveState:
+        looks = look_rounds(repeats_min, repeats_max)
+        return cls(repeats_min, repeats_max, looks, look_confidence(settings.confidence,
+                                                                     len(looks)))
+
+    @classmethod
+    def plan_blocks(cls, settings: AnalysisSettings, blocks: int, cases_per_block: int,
+                    pool_cases: int, seed: int) -> AdaptiveState:
+        """Looks after blocks 1, 2, 4, … and the last, each at the confidence
+        of its group-sequential boundary (information fraction = cases so far
+        over the pool's)."""
+        looks = look_rounds(1, blocks) if blocks > 1 else [1]
+        cases = [min(b * cases_per_block, pool_cases) for b in looks]
+        confidences = spending_confidences(settings.confidence,
+                                           tuple(n / pool_cases for n in cases))
+        return cls(1, blocks, looks, confidences[-1], unit="block",
+                   cases_per_block=cases_per_block, pool_cases=pool_cases, seed=seed,
+                   confidences=confidences)
+
+    def confidence_at(self, round_: int) -> float:
+        """The two-sided confidence of the look after ``round_`` (or of the
+        first look after it)."""
+        if not self.confidences:
+            return self.confidence
+        for look, conf in zip(self.looks, self.confidences, strict=True):
+            if round_ <= look:
+                return conf
+        return self.confidences[-1]
+
+    def closed_confidences(self) -> dict[str, float]:
+        """Each closed variant's look confidence: the one its verdict was read at."""
+        return {v: self.confidence_at(c["round"]) for v, c in self.closed.items()}
+
+    def write(self, folder: Path) -> None:
+        tmp = folder / (ADAPTIVE_FILE + ".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1))
+        tmp.replace(folder / ADAPTIVE_FILE)
+
+    @classmethod
+    def read(cls, folder: Path) -> AdaptiveState | None:
+        path = folder / ADAPTIVE_FILE
+        return cls.from_json(path.read_text()) if path.is_file() else None
+
+    @classmethod
+    def from_json(cls, text: str) -> AdaptiveState:
+        return cls(**json.loads(text))
+
+
+def read_as_decided(state: AdaptiveState | None, settings: AnalysisSettings | None
+                    ) -> tuple[AnalysisSettings | None, dict[str, float] | None, list[str]]:
+    """How to re-read a sweep as its study decided it (``state``: its
+    ``adaptive.json``): the settings at the last look's confidence, each
+    stopped variant's own look confidence and the report lines of the plan.
+    A sweep without a sequential plan reads as it is (``settings``, None, [])."""
+    if state is None or settings is None:
+        return settings, None, []
+    return (settings.model_copy(update={"confidence": state.confidence}),
+            state.closed_confidences(), adaptive_notes(state))
+
+
+def adaptive_notes(state: AdaptiveState) -> list[str]:
+    """Report lines: the plan and where each variant stopped."""
+    if state.unit == "block":
+        size = state.cases_per_block or 0
+        if state.confidences:
+            plan = ("group-sequential alpha spending, Kim–DeMets power rho=2: two-sided "
+                    "confidence " + ", ".join(f"{c:.2%}" for c in state.confidences)
+                    + " at those looks")
+        else:  # a study planned before looks had their own boundaries
+            plan = (f"Bonferroni alpha spending over {len(state.looks)} looks: each at "
+                    f"{state.confidence:.2%} two-sided confidence")
+        notes = [f"sequential over cases: blocks of {size} cases drawn from a pool of "
+                 f"{state.pool_cases} in the order seed={state.seed} fixes; verdicts looked at "
+                 f"after blocks {', '.join(map(str, state.looks))} ({plan})"]
+        notes += [f"{v} stopped after block {c['round']} ({min(c['round'] * size, state.pool_cases or 0)} "
+                  f"cases, read at {state.confidence_at(c['round']):.2%} confidence): "
+                  f"{c['outcome']} — {c['why']}" for v, c in sorted(state.closed.items())]
+        return notes
+    notes = [f"repeats=auto: verdicts looked at after rounds "
+             f"{', '.join(map(str, state.looks))} (Bonferroni alpha spending over "
+             f"{len(state.looks)} looks: each at {state.confidence:.2%} two-sided confidence)"]
+    notes += [f"{v} stopped after {c['round']} repeat(s): {c['outcome']} — {c['why']}"
+              for v, c in sorted(state.closed.items())]
+    return notes
