@@ -74,6 +74,7 @@ class JobResult(_Record):
     run: BenchmarkRun | None = None
     results_file: str | None = None
     resumed_from: str | None = None  # the run id a resumed sweep took this result from
+    config_hash: str | None = None  # the job's variant hash: a resume knows its own record by it
 
     @property
     def finished(self) -> bool:
@@ -99,13 +100,31 @@ class JobResult(_Record):
 
 
 def job_result(variant: str, repeat: int, error: str | None, metrics: dict[str, float],
-               suite_version: str | None, run: BenchmarkRun | None, block: int = 0) -> JobResult:
+               suite_version: str | None, run: BenchmarkRun | None, block: int = 0,
+               config_hash: str | None = None) -> JobResult:
     """A job's record: failed when ``error`` is set; ``run`` holds no per-case
     results (they stream to ``results.jsonl``)."""
     return JobResult(variant=variant, repeat=repeat, block=block,
                      status="failed" if error else "finished",
                      error=error, metrics=metrics, suite_version=suite_version, run=run,
-                     results_file=CASES_FILE if run is not None else None)
+                     results_file=CASES_FILE if run is not None else None,
+                     config_hash=config_hash)
+
+
+def finished_here(folder: Path, config_hash: str, repeat: int, block: int,
+                  suite_version: str) -> JobResult | None:
+    """The finished record of this very job (same variant hash, repeat, block
+    and suite version) in ``folder``, left by an interrupted invocation of
+    the sweep; None when there is none, or another job's."""
+    if not (folder / RESULT_FILE).is_file():
+        return None
+    try:
+        result = read_job_result(folder)
+    except RecordError:
+        return None  # damaged: run the job again
+    same = (result.config_hash, result.repeat, result.block, result.suite_version) == (
+        config_hash, repeat, block, suite_version)
+    return result if same and result.finished else None
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> Path:
@@ -264,8 +283,10 @@ class SweepManifest(_Record):
     experiment_name: str
     swept_keys: list[str] = Field(default_factory=list)
     command: str = ""
+    command_key: str = ""  # the command without resume and output folders: what a resume matches
     jobs_total: int | None = None  # planned jobs (grid sweepers), for progress lines
     started_at: float = 0.0  # time.time() when the sweep started
+    ended_at: float | None = None  # its end recorded and handed to tracking: nothing left to do
     # tracking
     experiment_id: str | None = None
     parent_run_id: str | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,12 +168,13 @@ def merge_blocks(jobs: list[JobData]) -> list[JobData]:
 CONTROL_FILE = "control.json"  # written by the sweeper when it added the control variant
 
 
-def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None) -> SweepData:
-    """Finished jobs of a sweep folder; with ``suite_dir``, the suite's promoted
-    baseline too (a candidate control)."""
+def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None,
+                   keep: Callable[[JobResult], bool] | None = None) -> SweepData:
+    """Finished jobs of a sweep folder (``keep``: only the jobs it keeps); with
+    ``suite_dir``, the suite's promoted baseline too (a candidate control)."""
     info = read_manifest(sweep_dir)
     jobs = merge_blocks([job_from_result(r, folder=folder) for folder, r in sweep_job_results(sweep_dir)
-                         if r.finished and r.run is not None])
+                         if r.finished and r.run is not None and (keep is None or keep(r))])
     if not jobs:
         raise AnalysisError(f"{sweep_dir}: no finished job with results")
     added = None

@@ -17,6 +17,7 @@ from silas_exp.errors import ConfigError, SuiteError
 from silas_exp.records import (
     RESULT_FILE,
     SweepManifest,
+    finished_here,
     job_result,
     read_manifest,
     write_job_result,
@@ -51,11 +52,13 @@ def job_spec(cfg: ExperimentConfig, task_overrides: list[str], manifest: SweepMa
     return make_job(cfg, variant_name(task_overrides, swept, cfg.scorer.name))
 
 
-def write_result(out_dir: Path, job: JobSpec, outcome: JobOutcome | None, error: str | None) -> None:
+def write_result(out_dir: Path, job: JobSpec, outcome: JobOutcome | None, error: str | None,
+                 config_hash: str | None = None) -> None:
     """The job's record (result.json) and, for a calibrated scorer, its calibration."""
     write_job_result(out_dir, job_result(
         job.variant, job.repeat, error, outcome.metrics if outcome else {},
-        outcome.suite_version if outcome else None, outcome.run if outcome else None, job.block))
+        outcome.suite_version if outcome else None, outcome.run if outcome else None, job.block,
+        config_hash))
     if outcome is not None and outcome.calibration is not None:
         (out_dir / "calibration.json").write_text(
             json.dumps(calibration_to_json(outcome.calibration), indent=1))
@@ -72,7 +75,7 @@ def run_tracked(cfg: ExperimentConfig, job: JobSpec, tracker: Tracker,
     try:
         with tracker.job(job, manifest, loaded.suite.version, out_dir) as run:
             outcome = run_job(cfg, job, out_dir, loaded=loaded, spend_ledger=spend_ledger)
-            write_result(out_dir, job, outcome, None)
+            write_result(out_dir, job, outcome, None, cfg.variant_hash())
             run.log_outcome(outcome.metrics)
     except (ConfigError, SuiteError):
         raise
@@ -104,6 +107,11 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
             tracker.restore_job(done, out_dir)
             console.skipped(label, done.run_id)
             return done.metrics.get(cfg.metrics.optimize, math.nan)
+        kept = None if cfg.tracking.enabled else finished_here(  # tracking=none: its folder
+            out_dir, cfg.variant_hash(), job.repeat, job.block, loaded.suite.version)
+        if kept is not None:
+            print(f"{label}: already finished ({out_dir / RESULT_FILE}); skipped", flush=True)
+            return kept.metrics.get(cfg.metrics.optimize, math.nan)
     t0 = time.perf_counter()
     outcome = run_tracked(cfg, job, tracker, manifest, loaded, out_dir, multirun, label)
     if outcome is None:

@@ -78,9 +78,16 @@ def _futile_cases(r: AblationResult, variant: str, pool_cases: int,
 
 def review(sweep_dir: Path, settings: AnalysisSettings, state: AdaptiveState, round_: int,
            suite_dir: Path | None = None) -> AdaptiveState:
-    """Close the variants decided after ``round_`` rounds (1-based); write the state."""
-    if look_and_close(load_sweep_dir(sweep_dir, suite_dir), settings, state, round_) is not None:
-        state.write(sweep_dir)
+    """Close the variants decided after ``round_`` rounds (1-based), reading
+    only the jobs of those rounds; record the look in the state and write it."""
+    try:
+        data = load_sweep_dir(sweep_dir, suite_dir, keep=state.rounds_seen(round_))
+    except AnalysisError:
+        data = None  # nothing finished yet: look again after the next round
+    if data is not None:
+        look_and_close(data, settings, state, round_)
+    state.looked.append(round_)
+    state.write(sweep_dir)
     return state
 
 

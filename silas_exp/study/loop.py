@@ -82,8 +82,11 @@ def run_looks(state: AdaptiveState, variants: Mapping[str, Any],
 def run_rounds(study: Study, state: AdaptiveState, round_jobs: Callable[[int, list], list],
                launch: Launch, before: Callable[[int], None] | None, what: str) -> list:
     """Run the study's rounds (:func:`run_looks`) through ``launch``,
-    reviewing the verdicts at each look."""
+    reviewing the verdicts at each look. A look the folder's ``adaptive.json``
+    already records (a resumed study) is not taken again: its stops stand, and
+    its rounds' jobs are launched only to be found finished."""
     sweep_dir = study.sweep_dir
+    state = state.continued(sweep_dir)
     state.write(sweep_dir)
 
     def launch_counted(batch: list, index: int) -> Any:
@@ -91,7 +94,10 @@ def run_rounds(study: Study, state: AdaptiveState, round_jobs: Callable[[int, li
         return launch(batch, index)
 
     def look(at: int) -> None:
-        review(sweep_dir, study.settings, state, at, study.suite_path)
+        if at in state.looked:
+            log.info(f"{what}: the look after {state.unit} {at} was taken before; as recorded")
+        else:
+            review(sweep_dir, study.settings, state, at, study.suite_path)
         for v, why in state.closed.items():
             if why["round"] == at:
                 log.info(f"{what}: {v} stops after {state.unit} {at}: "

@@ -10,12 +10,15 @@ suite larger than ``cases_per_block``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from silas_exp.analysis.settings import AnalysisSettings
-from silas_exp.records import ADAPTIVE_FILE
+from silas_exp.records import ADAPTIVE_FILE, JobResult, write_json_atomic
 from silas_exp.stats.sequential import look_confidence, look_rounds, spending_confidences
+
+_FOUND = ("control", "closed", "looked")  # what the looks found, as opposed to the plan
 
 
 @dataclass
@@ -31,6 +34,7 @@ class AdaptiveState:
     pool_cases: int | None = None  # unit "block": cases in the pool (the most a study can use)
     seed: int | None = None  # unit "block": the seed that fixed the order of the cases
     confidences: list[float] | None = None  # unit "block": each look's, by its boundary
+    looked: list[int] = field(default_factory=list)  # the looks taken so far, in order
 
     @classmethod
     def plan(cls, settings: AnalysisSettings, repeats_min: int, repeats_max: int) -> AdaptiveState:
@@ -67,9 +71,29 @@ class AdaptiveState:
         return {v: self.confidence_at(c["round"]) for v, c in self.closed.items()}
 
     def write(self, folder: Path) -> None:
-        tmp = folder / (ADAPTIVE_FILE + ".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1))
-        tmp.replace(folder / ADAPTIVE_FILE)
+        """``adaptive.json``, whole or not at all (a kill leaves the last one)."""
+        write_json_atomic(folder / ADAPTIVE_FILE, asdict(self))
+
+    def plan_fields(self) -> dict:
+        """The plan alone: what the looks are, not what they found."""
+        return {k: v for k, v in asdict(self).items() if k not in _FOUND}
+
+    def continued(self, folder: Path) -> AdaptiveState:
+        """This plan, with the looks a resumed study already took in ``folder``
+        (its ``adaptive.json``, when it holds the same plan): a resume
+        continues after the last completed look instead of taking it again."""
+        before = AdaptiveState.read(folder)
+        if before is None or before.plan_fields() != self.plan_fields() or not before.looked:
+            return self
+        return before
+
+    def rounds_seen(self, look: int) -> Callable[[JobResult], bool]:
+        """Which jobs the look after round ``look`` reads: those of its rounds
+        (blocks, or repeats, before it), never a later round's that a folder
+        may already hold (a resumed study's)."""
+        if self.unit == "block":
+            return lambda r: r.block < look
+        return lambda r: r.repeat < look
 
     @classmethod
     def read(cls, folder: Path) -> AdaptiveState | None:
