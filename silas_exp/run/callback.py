@@ -3,13 +3,17 @@ in the launching process, whatever launcher runs the jobs.
 
 * on_run_start: the tracker creates its store and experiment once, before the
   job (several workers creating a fresh SQLite store at once break it).
-* on_multirun_start: write the sweep's manifest (``sweep.json``) for the jobs;
-  the tracker checks its store (a dead one fails before any work, exit 2), a
-  suite that every job shares is loaded once (a broken one fails before any
-  work, exit 2), and the tracker opens the sweep's parent run.
+* on_multirun_start: the tracker checks its store (a dead one fails before
+  any work, exit 2), a suite that every job shares is loaded once (a broken
+  one fails before any work, exit 2); the sweep claims its folder
+  (``silas_exp.run.sweep_folder``: one sweep per folder; resume=true continues
+  the folder's sweep, or prints its result when it has finished) and writes
+  its manifest (``sweep.json``) for the jobs; the tracker opens the sweep's
+  parent run.
 * on_multirun_end: the end of the sweep (summary, failed jobs, ablation;
   ``silas_exp.run.sweep_end``), handed to the tracker to close the parent run
-  (FAILED if any job failed); exit 1 if any job or the summary failed.
+  (FAILED if any job failed); once tracking has it, the manifest records
+  that the sweep ended; exit 1 if any job or the summary failed.
 """
 
 from __future__ import annotations
@@ -22,18 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from silas_exp.config import ExperimentConfig, validate
 from silas_exp.data.suites.memo import load_suite_cached
-from silas_exp.errors import SuiteError, SweepFailed, TrackingError
+from silas_exp.errors import ConfigError, SuiteError, SweepFailed, TrackingError
 from silas_exp.exits import Reported
-from silas_exp.records import SweepManifest, remove_sweep_end, write_manifest
+from silas_exp.records import SweepManifest, remove_sweep_end, update_manifest
 from silas_exp.run.console import SWEEP_TOKEN_ENV, report
 from silas_exp.run.progress import planned_jobs
 from silas_exp.run.sweep_end import end_of_sweep
+from silas_exp.run.sweep_folder import AlreadyFinished, claim
 from silas_exp.tracking.jobs import experiment_name
-from silas_exp.tracking.parent import sweep_command
+from silas_exp.tracking.parent import command_key, sweep_command
 from silas_exp.tracking.tracker import make_tracker
 from silas_exp.variants import swept_keys
 
@@ -53,7 +58,8 @@ def new_manifest(config: DictConfig, cfg: ExperimentConfig | None) -> SweepManif
     params = OmegaConf.to_container(sweeper.get("params") or {}, resolve=False)
     return SweepManifest(
         sweep_id=uuid.uuid4().hex[:12], experiment_name=experiment_name(cfg) if cfg else "silas",
-        swept_keys=swept_keys(cli, params), command=sweep_command(cli), started_at=time.time(),
+        swept_keys=swept_keys(cli, params), command=sweep_command(cli),
+        command_key=command_key(cli), started_at=time.time(),
         jobs_total=planned_jobs(cli, OmegaConf.to_container(sweeper.get("params") or {},
                                                             resolve=True),
                                 str(sweeper.get("_target_", ""))))
@@ -77,6 +83,20 @@ def check_suite(cfg: ExperimentConfig | None, swept: list[str]) -> None:
         raise Reported(exc) from None
 
 
+def timestamped(config: DictConfig) -> bool:
+    """The sweep folder is Hydra's timestamped default, not one a user named."""
+    raw = OmegaConf.to_container(config.hydra.sweep, resolve=False)
+    return "${now:" in str(raw.get("dir", "")) if isinstance(raw, dict) else False
+
+
+def move_sweep(config: DictConfig, sweep_dir: Path) -> None:
+    """Run the sweep in ``sweep_dir``: the launching process reads the
+    config's folder, each job's config is composed with the Hydra overrides."""
+    with read_write(config.hydra), open_dict(config.hydra):
+        config.hydra.sweep.dir = str(sweep_dir)
+        config.hydra.overrides.hydra.append(f"hydra.sweep.dir={sweep_dir}")
+
+
 class SweepCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         make_tracker(_experiment(config)).prepare()
@@ -93,9 +113,25 @@ class SweepCallback(Callback):
             print(f"error: {exc}", file=sys.stderr)
             raise Reported(exc) from None
         check_suite(cfg, manifest.swept_keys)
-        write_manifest(sweep_dir, manifest)
-        remove_sweep_end(sweep_dir)  # a sweep run before into the same folder ended, not this one
-        tracker.start_sweep(sweep_dir, manifest, list(config.hydra.overrides.task))
+        try:
+            got = claim(sweep_dir, manifest, bool(cfg and cfg.resume), timestamped(config),
+                        tracked=cfg is not None and cfg.tracking.enabled)
+        except AlreadyFinished as exc:
+            print(exc)
+            footer = tracker.sweep_footer(sweep_dir)
+            if footer:
+                print(footer)
+            sys.stdout.flush()
+            raise Reported(exc) from None
+        except ConfigError as exc:
+            report(exc, "bad input")
+            raise Reported(exc) from None
+        if got.moved_from is not None:
+            move_sweep(config, got.sweep_dir)
+            print(f"{got.moved_from} holds another sweep (started in the same second); this "
+                  f"sweep writes to {got.sweep_dir}")
+        remove_sweep_end(got.sweep_dir)  # an interrupted end is this sweep's to finish again
+        tracker.start_sweep(got.sweep_dir, got.manifest, list(config.hydra.overrides.task))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra turns an exception raised here into a warning and exit code 0:
@@ -105,7 +141,8 @@ class SweepCallback(Callback):
         cfg = _experiment(config)
         tracker = make_tracker(cfg)
         outcome = end_of_sweep(sweep_dir, cfg)
-        tracker.end_sweep(sweep_dir, outcome.end)
+        if tracker.end_sweep(sweep_dir, outcome.end):
+            update_manifest(sweep_dir, lambda m: setattr(m, "ended_at", time.time()))
         footer = tracker.sweep_footer(sweep_dir)
         if footer:
             print(footer)

@@ -55,8 +55,9 @@ class Tracker(Protocol):
     def restore_job(self, done: FinishedJob, out_dir: Path) -> None:
         """Bring a finished job's record (and per-case results) into ``out_dir``."""
 
-    def end_sweep(self, sweep_dir: Path, end: SweepEnd) -> None:
-        """The sweep ended (its ``sweep.done`` is written): close its parent run."""
+    def end_sweep(self, sweep_dir: Path, end: SweepEnd) -> bool:
+        """The sweep ended (its ``sweep.done`` is written): close its parent
+        run; False when tracking did not get it (a resume hands it over again)."""
 
     def run_footer(self) -> str | None:
         """Where a single run's tracked result is, to print at its end."""
@@ -99,8 +100,8 @@ class NullTracker:
     def restore_job(self, done: FinishedJob, out_dir: Path) -> None:
         raise RuntimeError("tracking=none finds no finished job to restore")
 
-    def end_sweep(self, sweep_dir: Path, end: SweepEnd) -> None:
-        return None
+    def end_sweep(self, sweep_dir: Path, end: SweepEnd) -> bool:
+        return True
 
     def run_footer(self) -> str | None:
         return None

@@ -38,6 +38,7 @@ from silas_exp.tracking.parent import (
     command_key,
     find_finished_job,
     find_resumable_sweep,
+    own_parent,
     parent_tags,
     reopen_sweep,
 )
@@ -91,7 +92,10 @@ class MlflowTracker:
         store = self.store
         store.ensure_store()
         manifest.experiment_id = store.ensure_experiment(manifest.experiment_name)
-        previous = find_resumable_sweep(store, manifest.experiment_id, key) if cfg.resume else None
+        previous = None
+        if cfg.resume:  # the folder's own sweep first, else the last unfinished one of this command
+            previous = (own_parent(store, manifest.parent_run_id) if manifest.parent_run_id
+                        else None) or find_resumable_sweep(store, manifest.experiment_id, key)
         if previous is not None:
             manifest.sweep_id = previous.data.tags["silas.sweep_id"]
             manifest.parent_run_id = previous.info.run_id
@@ -106,7 +110,7 @@ class MlflowTracker:
                 start_time=manifest.started_at)
         write_manifest(sweep_dir, manifest)
 
-    def end_sweep(self, sweep_dir: Path, end: SweepEnd) -> None:
+    def end_sweep(self, sweep_dir: Path, end: SweepEnd) -> bool:
         uploader = _UPLOADERS.pop(str(sweep_dir), None)
         if uploader is not None:  # it reads the sweep's end record and closes the parent
             try:
@@ -118,10 +122,11 @@ class MlflowTracker:
                 print(f"\ntracking failed (see {sweep_dir / background.LOG_FILE}); every result is "
                       f"kept in {sweep_dir}. Upload later: silas-exp upload {sweep_dir}",
                       file=sys.stderr)
-            return
+            return code == 0
         manifest = read_manifest(sweep_dir)
         if manifest is not None and manifest.parent_run_id:
             close_parent(self.store, manifest.parent_run_id, sweep_dir, end)
+        return True
 
     def sweep_footer(self, sweep_dir: Path) -> str | None:
         manifest = read_manifest(sweep_dir)

@@ -55,6 +55,15 @@ def find_resumable_sweep(store: MlflowStore, experiment_id: str, key: str) -> An
     return None
 
 
+def own_parent(store: MlflowStore, run_id: str) -> Any | None:
+    """The parent run a sweep folder's manifest names (a resume reopens it,
+    even one closed just before the kill); None when this store lacks it."""
+    try:
+        return store.get_run(run_id)
+    except Exception:  # gone from this store (another store, deleted): look by command
+        return None
+
+
 def reopen_sweep(store: MlflowStore, parent: Any) -> int:
     """Mark the interrupted children of a sweep KILLED and the parent RUNNING again."""
     children = store.search_runs(
@@ -90,8 +99,10 @@ def close_parent(store: MlflowStore, run_id: str, sweep_dir: Path, end: SweepEnd
         tags["mlflow.note.content"] = end.description
     if end.params or end.metrics or tags:
         store.log(run_id, params=end.params, metrics=end.metrics, tags=tags)
+    logged = {a.path for a in store.client.list_artifacts(run_id)} if end.tables else set()
     for name, columns in end.tables.items():
-        store.log_table(run_id, columns, name)
+        if name not in logged:  # log_table appends: a resumed end logs each table once
+            store.log_table(run_id, columns, name)
     for rel in end.artifacts:
         path = sweep_dir / rel
         if path.is_dir():
