@@ -111,7 +111,7 @@ def _occupied(folder: Path, held: SweepManifest | str, manifest: SweepManifest,
               resume: bool) -> str:
     if isinstance(held, SweepManifest):
         state = "finished" if finished(folder, held) else "not finished"
-        who = f"sweep {held.sweep_id} ({state}: {held.command or 'command unknown'})"
+        who = f"sweep {held.sweep_id} ({state}; its command: {held.command or 'unknown'})"
         same = held.command_key == manifest.command_key
     else:
         who, same = held, False
@@ -144,5 +144,6 @@ def finished_result(folder: Path, manifest: SweepManifest) -> str:
         lines += ["", end.description.split("\n\n")[0].strip("*")]
     if (folder / ABLATION_FILE).is_file():
         lines.append(f"  report: {folder / ABLATION_FILE}")
-    lines.append("To run it again, drop resume=true (a new sweep goes to a new folder).")
+    lines.append("To run it again as a new sweep, drop resume=true and give another folder "
+                 "(hydra.sweep.dir=<new folder>, or none for a fresh timestamped one).")
     return "\n".join(lines)

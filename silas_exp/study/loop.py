@@ -60,11 +60,12 @@ def run_looks(state: AdaptiveState, variants: Mapping[str, Any],
     each launch returned."""
     returns, index, first = [], 0, 0
     for at in state.looks:
-        open_ = [v for v in variants
-                 if v not in state.closed and v != state.control and v not in follow]
+        # closed by the looks so far (a resumed study's state also holds later ones)
+        closed = {v for v, c in state.closed.items() if c["round"] <= first}
+        open_ = [v for v in variants if v not in closed and v != state.control and v not in follow]
         if not open_:
             break
-        jobs = [job for v, job in variants.items() if v not in state.closed]
+        jobs = [job for v, job in variants.items() if v not in closed]
         batch = []
         for r in range(first, at):
             batch += round_jobs(r, jobs)

@@ -86,3 +86,19 @@ def test_a_state_written_before_per_look_boundaries_still_reads(tmp_path):
     back = AdaptiveState.read(tmp_path)
     assert back is not None and back.confidence_at(2) == 1 - 0.05 / 4
     assert "Bonferroni" in adaptive_notes(back)[0]
+
+
+def test_a_resumed_study_launches_each_round_for_the_variants_open_then():
+    from silas_exp.study.loop import run_looks
+
+    state = AdaptiveState.plan_blocks(AnalysisSettings(), 4, 10, 40, seed=0)
+    assert state.looks == [1, 2, 4]
+    # as recorded by the interrupted study: b stopped at the look after block 2
+    state.control, state.looked = "c", [1, 2]
+    state.closed = {"b": {"round": 2, "outcome": "ship", "why": "decided"}}
+    batches, looked = [], []
+    run_looks(state, {"c": "C", "a": "A", "b": "B"}, lambda r, jobs: [(r, j) for j in jobs],
+              lambda batch, index: batches.append((index, batch)), looked.append)
+    assert batches == [(0, [(0, "C"), (0, "A"), (0, "B")]), (3, [(1, "C"), (1, "A"), (1, "B")]),
+                       (6, [(2, "C"), (2, "A"), (3, "C"), (3, "A")])]
+    assert looked == [1, 2, 4]
