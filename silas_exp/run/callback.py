@@ -36,7 +36,7 @@ from silas_exp.records import SweepManifest, remove_sweep_end, update_manifest
 from silas_exp.run.console import SWEEP_TOKEN_ENV, report
 from silas_exp.run.progress import planned_jobs
 from silas_exp.run.sweep_end import end_of_sweep
-from silas_exp.run.sweep_folder import AlreadyFinished, claim
+from silas_exp.run.sweep_folder import AlreadyFinished, claim, holds
 from silas_exp.tracking.jobs import experiment_name
 from silas_exp.tracking.parent import command_key, sweep_command
 from silas_exp.tracking.tracker import make_tracker
@@ -113,6 +113,11 @@ class SweepCallback(Callback):
             print(f"error: {exc}", file=sys.stderr)
             raise Reported(exc) from None
         check_suite(cfg, manifest.swept_keys)
+        if cfg is not None and cfg.resume and not holds(sweep_dir, manifest.command_key):
+            done = tracker.finished_sweep(manifest.command_key)  # resumed from elsewhere
+            if done is not None:
+                print(done)
+                raise Reported(AlreadyFinished(done)) from None
         try:
             got = claim(sweep_dir, manifest, bool(cfg and cfg.resume), timestamped(config),
                         tracked=cfg is not None and cfg.tracking.enabled)

@@ -64,6 +64,12 @@ def occupant(folder: Path) -> SweepManifest | str | None:
     return None
 
 
+def holds(folder: Path, command_key: str) -> bool:
+    """``folder`` holds a sweep of this command."""
+    held = occupant(folder)
+    return isinstance(held, SweepManifest) and held.command_key == command_key
+
+
 def finished(folder: Path, manifest: SweepManifest) -> bool:
     """The sweep ended with every job finished, its end recorded and handed to
     tracking. (A sweep with failed jobs, or cut short at its end, resumes.)"""

@@ -48,6 +48,10 @@ class Tracker(Protocol):
     def job(self, job: JobKey, manifest: SweepManifest | None, suite_version: str,
             out_dir: Path) -> JobRun: ...
 
+    def finished_sweep(self, command_key: str) -> str | None:
+        """resume=true outside the sweep's folder: when the last sweep of this
+        command has finished, what to print of its result (else None)."""
+
     def find_finished_job(self, manifest: SweepManifest, config_hash: str, repeat: int,
                           suite_version: str) -> FinishedJob | None:
         """resume=true: this job, FINISHED by an earlier invocation of the sweep."""
@@ -92,6 +96,9 @@ class NullTracker:
     def job(self, job: JobKey, manifest: SweepManifest | None, suite_version: str,
             out_dir: Path) -> JobRun:
         return _NullRun()
+
+    def finished_sweep(self, command_key: str) -> str | None:
+        return None
 
     def find_finished_job(self, manifest: SweepManifest, config_hash: str, repeat: int,
                           suite_version: str) -> FinishedJob | None:

@@ -38,6 +38,7 @@ from silas_exp.tracking.parent import (
     command_key,
     find_finished_job,
     find_resumable_sweep,
+    latest_sweep,
     own_parent,
     parent_tags,
     reopen_sweep,
@@ -127,6 +128,19 @@ class MlflowTracker:
         if manifest is not None and manifest.parent_run_id:
             close_parent(self.store, manifest.parent_run_id, sweep_dir, end)
         return True
+
+    def finished_sweep(self, command_key: str) -> str | None:
+        store = self.store
+        store.ensure_store()
+        experiment = store.get_experiment_by_name(experiment_name(self.cfg))
+        run = latest_sweep(store, experiment.experiment_id, command_key) if experiment else None
+        if run is None or run.info.status != "FINISHED":
+            return None
+        note = run.data.tags.get("mlflow.note.content", "").split("\n\n")[0].strip("*")
+        return (f"resume=true: the last sweep of this command, {run.data.tags.get('silas.sweep_id')}"
+                f", has already finished; nothing was run. Its result:\n{note}\n"
+                f"  parent run: {ui_link(self.uri, experiment.experiment_id, run.info.run_id)}\n"
+                "To run it again as a new sweep, drop resume=true.")
 
     def sweep_footer(self, sweep_dir: Path) -> str | None:
         manifest = read_manifest(sweep_dir)

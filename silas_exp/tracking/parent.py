@@ -55,6 +55,14 @@ def find_resumable_sweep(store: MlflowStore, experiment_id: str, key: str) -> An
     return None
 
 
+def latest_sweep(store: MlflowStore, experiment_id: str, key: str) -> Any | None:
+    """Latest parent run of a sweep with the same command key, whatever its status."""
+    runs = store.search_runs(
+        [experiment_id], filter_string="tags.`silas.kind` = 'sweep'", max_results=200)
+    same = [r for r in runs if r.data.tags.get("silas.command_key") == key]
+    return max(same, key=lambda r: r.info.start_time) if same else None
+
+
 def own_parent(store: MlflowStore, run_id: str) -> Any | None:
     """The parent run a sweep folder's manifest names (a resume reopens it,
     even one closed just before the kill); None when this store lacks it."""
