@@ -138,3 +138,17 @@ def test_two_sweeps_in_the_same_second_take_two_folders(tmp_path):
     assert read_manifest(folder).sweep_id == "a" and read_manifest(second.sweep_dir).sweep_id == "b"
     with pytest.raises(ConfigError, match="already holds sweep a"):  # a folder a user named
         claim(folder, manifest("c"), resume=False, timestamped=False, tracked=True)
+
+
+def test_a_timestamped_folder_taken_by_another_sweep_moves_to_the_next(cli, tmp_path):
+    # ${now:%Y}: a timestamped folder that two sweeps in a row share, like two in one second
+    paths = [o for o in isolated_overrides(tmp_path) if not o.startswith("hydra.sweep.dir=")]
+    stamp = f"hydra.sweep.dir={tmp_path / 'ms'}/${{now:%Y}}"
+    runs = [cli("-m", "scorer=heuristic,weights", "suite=smoke", "tracking=none", *paths, stamp,
+                isolate=False) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[1].stderr[-2000:]
+    first, second = sorted((tmp_path / "ms").iterdir())
+    assert second.name == f"{first.name}-2" and f"this sweep writes to {second}" in runs[1].stdout
+    for folder, run in zip((first, second), runs, strict=True):
+        assert len(list(folder.glob("*/result.json"))) == 2 and str(folder) in run.stdout
+    assert read_manifest(first).sweep_id != read_manifest(second).sweep_id
