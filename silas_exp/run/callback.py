@@ -131,6 +131,9 @@ class SweepCallback(Callback):
         except ConfigError as exc:
             report(exc, "bad input")
             raise Reported(exc) from None
+        if got.resumed:
+            print(f"Resuming sweep {got.manifest.sweep_id} in {got.sweep_dir}: its finished jobs "
+                  "are kept, its looks taken as recorded.")
         if got.moved_from is not None:
             move_sweep(config, got.sweep_dir)
             print(f"{got.moved_from} holds another sweep (started in the same second); this "

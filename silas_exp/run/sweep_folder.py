@@ -106,10 +106,10 @@ def claim(sweep_dir: Path, manifest: SweepManifest, resume: bool, timestamped: b
 
 
 def _continued(held: SweepManifest, now: SweepManifest) -> SweepManifest:
-    """The folder's sweep, resumed: its id, start and tracking facts stay; the
-    command and plan are this invocation's."""
-    return held.model_copy(update={"command": now.command, "jobs_total": now.jobs_total,
-                                   "swept_keys": now.swept_keys, "ended_at": None,
+    """The folder's sweep, resumed: its id, command, start and tracking facts
+    stay (its report and parent run read as the uninterrupted sweep's); the
+    planned jobs are this invocation's."""
+    return held.model_copy(update={"jobs_total": now.jobs_total, "ended_at": None,
                                    "background": False})
 
 

@@ -10,7 +10,9 @@ On a 2-core machine the tracking work (importing mlflow ~1 s, creating a
 fresh SQLite store ~1.5 s, ~50 ms per job) runs beside the jobs instead of
 between them, and only one process ever writes the SQLite store.
 
-If the launching process dies (Ctrl-C, kill -9), open runs are marked KILLED.
+If the launching process dies (Ctrl-C, kill -9), open runs are marked KILLED;
+a resume of the sweep logs the finished jobs it had not logged yet
+(``catch_up``).
 ``silas-exp upload SWEEP_DIR`` runs the same code once, to upload a sweep
 whose tracking failed.
 """
@@ -144,6 +146,18 @@ class Uploader:
             self.store.end_run(run_id, "KILLED")
         self.open_runs.clear()
         close_parent(self.store, self.info.parent_run_id, self.dir, end)
+
+
+def catch_up(sweep_dir: Path) -> int:
+    """Log the jobs a killed sweep finished and its uploader (killed with it)
+    had not logged yet, so that a resume keeps them instead of running them
+    again; return how many. Jobs without a record are left to run again."""
+    done = [d for d in sorted(sweep_dir.iterdir()) if d.is_dir() and (d / JOB_FILE).is_file()
+            and (d / RESULT_FILE).is_file() and not (d / TRACKED_FILE).exists()]
+    if not done:
+        return 0
+    up = Uploader(sweep_dir)
+    return sum(up.step(d) for d in done)
 
 
 def run(sweep_dir: Path, parent_pid: int | None, poll_s: float = 0.1) -> int:

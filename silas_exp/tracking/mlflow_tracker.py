@@ -105,11 +105,15 @@ class MlflowTracker:
                   f"{killed} interrupted job run(s) marked KILLED; finished jobs are skipped.")
         else:
             if cfg.resume:
-                print("resume=true: no unfinished sweep with this command; starting a new one.")
+                print("resume=true: no unfinished sweep with this command in MLflow; a new "
+                      "parent run records this one.")
             manifest.parent_run_id = store.start_run(
                 manifest.experiment_id, f"sweep-{manifest.sweep_id}", manifest.parent_tags,
                 start_time=manifest.started_at)
         write_manifest(sweep_dir, manifest)
+        if cfg.resume and (caught := background.catch_up(sweep_dir)):
+            print(f"Logged {caught} job(s) the interrupted sweep had finished but not logged; "
+                  "they are kept.")
 
     def end_sweep(self, sweep_dir: Path, end: SweepEnd) -> bool:
         uploader = _UPLOADERS.pop(str(sweep_dir), None)
