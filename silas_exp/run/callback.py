@@ -113,6 +113,7 @@ class SweepCallback(Callback):
             print(f"error: {exc}", file=sys.stderr)
             raise Reported(exc) from None
         check_suite(cfg, manifest.swept_keys)
+        extends = "silas_tune" in str(config.hydra.sweeper.get("_target_", ""))  # more trials
         if cfg is not None and cfg.resume and not holds(sweep_dir, manifest.command_key):
             done = tracker.finished_sweep(manifest.command_key)  # resumed from elsewhere
             if done is not None:
@@ -120,7 +121,7 @@ class SweepCallback(Callback):
                 raise Reported(AlreadyFinished(done)) from None
         try:
             got = claim(sweep_dir, manifest, bool(cfg and cfg.resume), timestamped(config),
-                        tracked=cfg is not None and cfg.tracking.enabled)
+                        tracked=cfg is not None and cfg.tracking.enabled, extends=extends)
         except AlreadyFinished as exc:
             print(exc)
             footer = tracker.sweep_footer(sweep_dir)

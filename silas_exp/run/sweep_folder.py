@@ -78,11 +78,13 @@ def finished(folder: Path, manifest: SweepManifest) -> bool:
 
 
 def claim(sweep_dir: Path, manifest: SweepManifest, resume: bool, timestamped: bool,
-          tracked: bool) -> Claim:
+          tracked: bool, extends: bool = False) -> Claim:
     """Claim ``sweep_dir`` (or, ``timestamped``, the next free sibling) for the
     sweep of ``manifest``; write the manifest there. Raises ConfigError when
-    the folder holds another sweep, AlreadyFinished (after printing its
-    result) when ``resume`` finds this command's sweep finished."""
+    the folder holds another sweep, AlreadyFinished when ``resume`` finds this
+    command's sweep finished (the message is its result). ``extends``: a
+    resume may change the command (a tuning study resumed with more trials
+    checks what may change itself)."""
     first = sweep_dir
     for n in range(MAX_SIBLINGS + 1):
         folder = first if n == 0 else first.with_name(f"{first.name}-{n + 1}")
@@ -93,8 +95,9 @@ def claim(sweep_dir: Path, manifest: SweepManifest, resume: bool, timestamped: b
                     raise ConfigError(_nothing_to_resume(folder))
                 write_manifest(folder, manifest)
                 return Claim(folder, manifest, moved_from=first if n else None)
-            if resume and isinstance(held, SweepManifest) and held.command_key == manifest.command_key:
-                if finished(folder, held):
+            same = isinstance(held, SweepManifest) and held.command_key == manifest.command_key
+            if resume and isinstance(held, SweepManifest) and (same or extends):
+                if same and finished(folder, held):
                     raise AlreadyFinished(finished_result(folder, held))
                 continued = _continued(held, manifest)
                 write_manifest(folder, continued)
