@@ -109,11 +109,11 @@ def claim(sweep_dir: Path, manifest: SweepManifest, resume: bool, timestamped: b
 
 
 def _continued(held: SweepManifest, now: SweepManifest) -> SweepManifest:
-    """The folder's sweep, resumed: its id, command, start and tracking facts
-    stay (its report and parent run read as the uninterrupted sweep's); the
-    planned jobs are this invocation's."""
-    return held.model_copy(update={"jobs_total": now.jobs_total, "ended_at": None,
-                                   "background": False})
+    """The folder's sweep, resumed: its id, command and tracking facts stay
+    (its report and parent run read as the uninterrupted sweep's); the
+    planned jobs and start (progress lines) are this invocation's."""
+    return held.model_copy(update={"jobs_total": now.jobs_total, "started_at": now.started_at,
+                                   "ended_at": None, "background": False})
 
 
 def _occupied(folder: Path, held: SweepManifest | str, manifest: SweepManifest,
