@@ -86,13 +86,13 @@ def claim(sweep_dir: Path, manifest: SweepManifest, resume: bool, timestamped: b
     resume may change the command (a tuning study resumed with more trials
     checks what may change itself)."""
     first = sweep_dir
+    if resume and not tracked and occupant(first) is None:  # refused before making the folder
+        raise ConfigError(_nothing_to_resume(first))
     for n in range(MAX_SIBLINGS + 1):
         folder = first if n == 0 else first.with_name(f"{first.name}-{n + 1}")
         with exclusive(folder / MANIFEST_FILE):
             held = occupant(folder)
             if held is None:
-                if resume and not tracked:
-                    raise ConfigError(_nothing_to_resume(folder))
                 write_manifest(folder, manifest)
                 return Claim(folder, manifest, moved_from=first if n else None)
             same = isinstance(held, SweepManifest) and held.command_key == manifest.command_key

@@ -152,3 +152,11 @@ def test_a_timestamped_folder_taken_by_another_sweep_moves_to_the_next(cli, tmp_
     for folder, run in zip((first, second), runs, strict=True):
         assert len(list(folder.glob("*/result.json"))) == 2 and str(folder) in run.stdout
     assert read_manifest(first).sweep_id != read_manifest(second).sweep_id
+
+
+def test_resume_with_tracking_none_needs_the_sweeps_folder(tmp_path):
+    folder = tmp_path / "nothing-here"
+    with pytest.raises(ConfigError, match="hydra.sweep.dir=<its folder>"):
+        claim(folder, SweepManifest(sweep_id="a", experiment_name="e", command_key="k"),
+              resume=True, timestamped=False, tracked=False)
+    assert not folder.exists()
