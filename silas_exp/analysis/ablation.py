@@ -16,12 +16,20 @@ import math
 import warnings
 from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from silas_exp.analysis.data import BASELINE, SweepData
+from silas_exp.analysis.decision import annotate
+from silas_exp.analysis.result import (
+    ERROR_METRIC,
+    PASS_METRIC,
+    REFERENCE,
+    AblationResult,
+    Comparison,
+    Sensitivity,
+    VariantVerdict,
+)
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
 from silas_exp.metrics.registry import SuiteKind, gated_for, reported_for, spec
@@ -42,78 +50,6 @@ from silas_exp.stats import (
     sprt_with_pilot,
     verdict,
 )
-
-if TYPE_CHECKING:
-    from silas_exp.analysis.decision import Ranking
-
-ERROR_METRIC, PASS_METRIC = "summary.error", "summary.pass"
-REFERENCE = ("scorer=oracle", "scorer=random")  # the sanity bracket: ceiling and floor
-
-
-@dataclass
-class Comparison:
-    variant: str
-    metric: str
-    mean: float
-    sd: float
-    delta: float
-    ci_low: float
-    ci_high: float
-    p_perm: float
-    p_wilcoxon: float
-    p_adjusted: float
-    dz: float
-    n_cases: int
-    n_repeats: int
-    n_pairs: int  # (case, repeat) pairs the difference was computed on
-    margin: float
-    verdict: Verdict
-    call: MetricCall | None = None  # gated metrics only
-    n_needed: int | None = None
-    sprt: str | None = None
-
-
-@dataclass
-class VariantVerdict:
-    variant: str
-    outcome: Outcome
-    reasons: list[str]
-    n_needed: int | None = None
-    n_repeats: int = 0
-
-
-@dataclass
-class Sensitivity:
-    metric: str
-    gap: float  # oracle − random, oriented (positive = oracle better)
-    separation: float  # gap in per-case standard deviations
-    sensitive: bool
-
-
-@dataclass
-class AblationResult:
-    sweep_id: str
-    command: str
-    control: str
-    control_reason: str
-    suite_kind: SuiteKind
-    metrics: list[str]
-    gated: list[str]
-    correction: str
-    confidence: float
-    control_summary: dict[str, tuple[float, float]]
-    comparisons: list[Comparison] = field(default_factory=list)
-    verdicts: dict[str, VariantVerdict] = field(default_factory=dict)
-    sensitivity: dict[str, Sensitivity] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    min_cases: int = 6
-    ranking: Ranking | None = None  # two or more ship: which is better (analysis.decision)
-
-    def table(self, metric: str) -> list[Comparison]:
-        return [c for c in self.comparisons if c.metric == metric]
-
-    def insensitive(self) -> list[str]:
-        return [m for m in self.gated if m in self.sensitivity and not self.sensitivity[m].sensitive]
 
 
 def _matches_control(variant: str, controls: dict[str, str]) -> bool:
@@ -305,8 +241,6 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
     result.sensitivity = _sensitivity(data, result.gated, margins, s.sensitivity_floor)
     for variant in variants:
         result.verdicts[variant] = _decide(data, result, variant, control)
-    from silas_exp.analysis.decision import annotate  # it reads this module's result
-
     annotate(data, result, s.seed, s.n_resamples)
     return result
 

@@ -9,9 +9,9 @@ import html
 import math
 from pathlib import Path
 
-from silas_exp.analysis.ablation import AblationResult
 from silas_exp.analysis.decision import control_note, decision_sentence
 from silas_exp.analysis.report import verdict_rule
+from silas_exp.analysis.result import AblationResult
 from silas_exp.metrics.names import display_name
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import Outcome

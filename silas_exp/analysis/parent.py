@@ -11,9 +11,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from silas_exp.analysis.ablation import AblationResult
 from silas_exp.analysis.decision import verdict_counts
 from silas_exp.analysis.report import decision_lines, verdict_lines, verdict_rule
+from silas_exp.analysis.result import AblationResult
 from silas_exp.stats import Outcome
 
 ARTIFACTS = ("ablation.html",)  # ablation.md and the plots are logged with the sweep

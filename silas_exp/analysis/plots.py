@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from silas_exp.analysis.ablation import AblationResult
 from silas_exp.analysis.data import SweepData
+from silas_exp.analysis.result import AblationResult
 from silas_exp.metrics.names import display_name
 from silas_exp.metrics.registry import spec
 

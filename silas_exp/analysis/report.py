@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from silas_exp.analysis.ablation import ERROR_METRIC, AblationResult
 from silas_exp.analysis.decision import control_note, decision_sentence, worse_margin
+from silas_exp.analysis.result import ERROR_METRIC, AblationResult
 from silas_exp.metrics.names import display_name
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import Outcome

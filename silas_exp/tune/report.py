@@ -11,9 +11,9 @@ import math
 import warnings
 from pathlib import Path
 
-from silas_exp.analysis.ablation import AblationResult
 from silas_exp.analysis.data import SweepData
 from silas_exp.analysis.parent import ParentReport
+from silas_exp.analysis.result import AblationResult
 from silas_exp.metrics.names import display_name
 from silas_exp.tune import certify as cert
 from silas_exp.tune.record import SPLIT_FILE, TUNE_FILE, TuneRecord, read_tune
