@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
+from silas_exp.analysis.columns import cells, control_cells, headers
 from silas_exp.analysis.decision import control_note, decision_sentence, worse_margin
 from silas_exp.analysis.result import ERROR_METRIC, AblationResult
 from silas_exp.metrics.names import display_name
@@ -12,14 +11,6 @@ from silas_exp.stats import Outcome
 
 OUTCOME_TEXT = {Outcome.SHIP: "**ship**", Outcome.DO_NOT_SHIP: "**do not ship**",
                 Outcome.INCONCLUSIVE: "inconclusive"}
-
-
-def _f(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
-
-
-def _p(x: float) -> str:
-    return "—" if math.isnan(x) else ("<0.001" if x < 0.001 else f"{x:.3f}")
 
 
 def verdict_rule(r: AblationResult) -> str:
@@ -88,24 +79,12 @@ def ablation_markdown(r: AblationResult, plots: list[str] | None = None) -> str:
         if not rows:
             continue
         ms = spec(metric)
-        cm, cs = r.control_summary.get(metric, (math.nan, math.nan))
         gate = " — gated" if metric in r.gated else ""
         lines += ["", f"## {display_name(metric)} ({ms.arrow()}, {ms.unit}){gate}", "",
                   f"{ms.meaning}.", "",
-                  "| variant | mean ± sd (repeats) | Δ vs control [CI] | margin | call | p | p adj "
-                  "| dz | cases × repeats (pairs) | reading |",
-                  "|---|---|---|---|---|---|---|---|---|---|",
-                  f"| {r.control} (control) | {_f(cm)} ± {_f(cs)} | | | | | | | | |"]
-        for c in rows:
-            sprt = f" (SPRT: {c.sprt})" if c.sprt else ""
-            call = c.call.value if c.call else ""
-            if c.n_needed:
-                call += f" (≈{c.n_needed} cases)"
-            lines.append(
-                f"| {c.variant} | {_f(c.mean)} ± {_f(c.sd)} | {c.delta:+.4f} [{c.ci_low:+.4f}, "
-                f"{c.ci_high:+.4f}] | {_f(c.margin, 3)} | {call} | {_p(c.p_perm)} | "
-                f"{_p(c.p_adjusted)} | {_f(c.dz, 2)} | {c.n_cases} × {c.n_repeats} ({c.n_pairs}) | "
-                f"{c.verdict.value}{sprt} |")
+                  "| " + " | ".join(headers()) + " |", "|" + "---|" * len(headers()),
+                  "| " + " | ".join(control_cells(r, metric)) + " |"]
+        lines += ["| " + " | ".join(cells(c)) + " |" for c in rows]
     if r.sensitivity:
         lines += ["", "## Sensitivity (oracle vs random on this suite)", "",
                   "| metric | oracle − random (better side) | per-case SDs | sensitive |",
