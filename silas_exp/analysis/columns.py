@@ -45,6 +45,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("margin", lambda c: _f(c.margin, 3), (("margin", lambda c: c.margin),)),
     Column("call", _call, (("call", lambda c: c.call.value if c.call else ""),)),
     Column("p", lambda c: _p(c.p_perm), (("p_perm", lambda c: c.p_perm),)),
+    Column("p Wilcoxon", lambda c: _p(c.p_wilcoxon), (("p_wilcoxon", lambda c: c.p_wilcoxon),)),
     Column("p adj", lambda c: _p(c.p_adjusted), (("p_adjusted", lambda c: c.p_adjusted),)),
     Column("dz", lambda c: _f(c.dz, 2), (("dz", lambda c: c.dz),)),
     Column("cases × repeats (pairs)", lambda c: f"{c.n_cases} × {c.n_repeats} ({c.n_pairs})",
