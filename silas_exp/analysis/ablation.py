@@ -20,7 +20,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from silas_exp.analysis.data import BASELINE, SweepData
-from silas_exp.analysis.decision import annotate
+from silas_exp.analysis.decision import annotate, margin_text
+from silas_exp.analysis.numbers import interval, signed
 from silas_exp.analysis.result import (
     ERROR_METRIC,
     PASS_METRIC,
@@ -32,6 +33,7 @@ from silas_exp.analysis.result import (
 )
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
+from silas_exp.metrics.names import display_name
 from silas_exp.metrics.registry import SuiteKind, gated_for, reported_for, spec
 from silas_exp.stats import (
     MetricCall,
@@ -116,16 +118,19 @@ def _quiet():
 
 def _compare(data: SweepData, variant: str, control: str, metric: str, s: AnalysisSettings,
              margin: float, mde: float | None, use_sprt: bool) -> Comparison | None:
-    """One variant's paired comparison on one metric, at ``s.confidence``."""
-    cases, m = data.matrix(variant, control, metric)
-    m = m[~np.all(np.isnan(m), axis=1)] if len(cases) else m
+    """One variant's paired comparison on one metric, at ``s.confidence``:
+    the variant's and the control's means on the same (case, repeat) pairs."""
+    cases, a, b = data.paired(variant, control, metric)
+    m = a - b
+    keep = ~np.all(np.isnan(m), axis=1) if len(cases) else np.zeros(0, bool)
+    m, a, b = m[keep], a[keep], b[keep]
     if m.size == 0 or np.all(np.isnan(m)):
         return None
     ci = cluster_bootstrap_ci(m, n_resamples=s.n_resamples, confidence=s.confidence, seed=s.seed,
                               expanded=True)
     with _quiet():
         per_case = np.nanmean(m, axis=1)
-    mean, sd = _per_repeat(data.case_values(variant, metric))
+    (mean, sd), (cmean, csd) = _paired_mean(a), _paired_mean(b)
     sprt = None
     if use_sprt:
         if mde and len(per_case) > 6:
@@ -136,7 +141,17 @@ def _compare(data: SweepData, variant: str, control: str, metric: str, s: Analys
                       paired_permutation(per_case, seed=s.seed).pvalue,
                       paired_wilcoxon(per_case).pvalue, math.nan, cohens_dz(per_case), len(m),
                       m.shape[1], int(np.sum(~np.isnan(m))), margin, Verdict.NO_DIFFERENCE,
-                      sprt=sprt)
+                      sprt=sprt, control_mean=cmean, control_sd=csd)
+
+
+def _paired_mean(values: np.ndarray) -> tuple[float, float]:
+    """One side of a paired comparison (cases × repeats, NaN where the pair is
+    missing): the mean over cases of each case's mean over its repeats (the
+    statistic the difference's CI is of), and the sd over repeats of each
+    repeat's mean over cases (NaN with one repeat)."""
+    with _quiet():
+        mean = float(np.mean(np.nanmean(values, axis=1)))
+    return mean, _per_repeat(values)[1]
 
 
 def _error_rule(data: SweepData, variant: str, control: str) -> tuple[MetricCall, str | None]:
@@ -254,26 +269,27 @@ def _decide(data: SweepData, r: AblationResult, variant: str, control: str) -> V
             calls[metric], why = _error_rule(data, variant, control)
             reasons += [why] if why else []
             continue
-        c = rows.get(metric)
+        c, name = rows.get(metric), display_name(metric)
         calls[metric] = c.call if c and c.call else MetricCall.UNDECIDED
         if c is None:
-            reasons.append(f"{metric}: no paired value")
+            reasons.append(f"{name}: no paired value")
         elif c.call is MetricCall.INFERIOR:
-            reasons.append(f"{metric} worse beyond its margin {c.margin:.3g} "
-                           f"(Δ {c.delta:+.4f} [{c.ci_low:+.4f}, {c.ci_high:+.4f}])")
+            reasons.append(f"{name} worse beyond its margin ({margin_text(c.margin)}): Δ "
+                           f"{interval(c.delta, c.ci_low, c.ci_high)}")
         elif c.call is MetricCall.UNDECIDED and c.n_cases < r.min_cases:
-            reasons.append(f"{metric}: only {c.n_cases} paired cases (a verdict needs "
+            reasons.append(f"{name}: only {c.n_cases} paired cases (a verdict needs "
                            f"{r.min_cases}; analysis.min_cases)")
         elif c.call is MetricCall.UNDECIDED:
-            reasons.append(f"{metric}: CI [{c.ci_low:+.4f}, {c.ci_high:+.4f}] crosses the "
-                           f"margin {c.margin:.3g}")
+            reasons.append(f"{name}: CI [{signed(c.ci_low)}, {signed(c.ci_high)}] crosses the "
+                           f"margin ({margin_text(c.margin)})")
     passes = data.case_values(variant, PASS_METRIC)
     if np.nansum(passes) == 0 and np.any(~np.isnan(passes)):
         calls["zero_pass"] = MetricCall.INFERIOR
         reasons.insert(0, "passes no case")
     outcome = combine(calls)
     if outcome is Outcome.SHIP:
-        reasons = [f"non-inferior on every gated metric ({', '.join(r.gated)})"]
+        reasons = [f"non-inferior on every gated metric "
+                   f"({', '.join(display_name(m) for m in r.gated)})"]
     needed = [c.n_needed for c in rows.values() if c.n_needed]
     n_rep = max((c.n_repeats for c in rows.values()), default=0)
     return VariantVerdict(variant, outcome, reasons,

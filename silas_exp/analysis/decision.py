@@ -2,7 +2,7 @@
 the others (the metric, its CI against the margin, the cases needed). When
 several variants ship, they are ranked on the primary gated metric with a CI
 (superiority, not only non-inferiority). The sentence opens the parent run's
-description and the report; the verdict counts end the parent run's name."""
+description and the report; the verdict counts open the parent run's name."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from silas_exp.analysis.data import SweepData
-from silas_exp.analysis.numbers import num, signed
+from silas_exp.analysis.numbers import declared, signed
 from silas_exp.analysis.result import (
     ERROR_METRIC,
     PASS_METRIC,
@@ -28,9 +28,9 @@ OUTCOME_WORDS = {Outcome.SHIP: "ship", Outcome.DO_NOT_SHIP: "do not ship",
 ZERO_PASS = "passes no case"
 
 
-def worse_margin(metric: str, margin: float) -> str:
-    """The margin on the worse side of a metric's difference: −0.05 or +120."""
-    return signed(margin if spec(metric).direction == "lower" else -margin)
+def margin_text(margin: float) -> str:
+    """A non-inferiority margin, the one way it is printed: "worse by at most 0.03"."""
+    return f"worse by at most {declared(margin)}"
 
 
 @dataclass(frozen=True)
@@ -58,11 +58,13 @@ def blockers(r: AblationResult, variant: str) -> list[Blocker]:
         if c is None:
             found.append(Blocker(metric, f"{name} (no paired value)"))
         elif c.call is MetricCall.INFERIOR:
-            found.append(Blocker(metric, f"{name} {signed(c.delta)} beyond {num(c.margin)}"))
+            found.append(Blocker(metric, f"{name} {signed(c.delta)} (margin: "
+                                         f"{margin_text(c.margin)})"))
         elif c.call is MetricCall.UNDECIDED and c.n_cases < r.min_cases:
             found.append(Blocker(metric, f"{name} (only {c.n_cases} paired cases)"))
         elif c.call is MetricCall.UNDECIDED:
-            found.append(Blocker(metric, f"{name} (CI crosses {worse_margin(metric, c.margin)})"))
+            found.append(Blocker(metric, f"{name} (CI crosses the margin: "
+                                         f"{margin_text(c.margin)})"))
     return found
 
 
@@ -105,7 +107,7 @@ def decision_sentence(r: AblationResult, ranking: Ranking | None = None) -> str:
 
 
 def verdict_counts(r: AblationResult) -> str:
-    """"1 ship · 1 do not ship · 1 inconclusive" (for the parent run's name)."""
+    """"1 ship · 1 do not ship · 1 inconclusive" (the parent run's name starts with it)."""
     outcomes = [vv.outcome for vv in r.verdicts.values()]
     return " · ".join(f"{outcomes.count(o)} {OUTCOME_WORDS[o]}" for o in Outcome)
 

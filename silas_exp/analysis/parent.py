@@ -87,7 +87,9 @@ def parent_summary(r: AblationResult, swept: list[str] | None = None,
                    added_control: str | None = None) -> ParentReport:
     """The parent run's description opens with the decision in one sentence
     (collapsed, the UI shows only the first lines), then the verdict table of
-    ``ablation.md``; its name ends with the verdict counts."""
+    ``ablation.md``; its name starts with the verdict counts (the runs table
+    cuts long names). ``silas.verdict.<name>`` and ``delta.<name>.<metric>``
+    name a variant alike (:func:`chart_names`)."""
     lines = [*decision_lines(r), "", *verdict_lines(r), "",
              f"Control: **{r.control}** ({r.control_reason}). Every statistic: the table "
              f"`{STATS_TABLE}`; the full report with plots: `ablation.html` (`ablation.md` for "
@@ -96,10 +98,11 @@ def parent_summary(r: AblationResult, swept: list[str] | None = None,
     what = " ".join(t for t in shlex.split(r.command)[3:] if "," in t) if r.command else ""
     tags = {"silas.control": r.control, "silas.suite_kind": r.suite_kind,
             "silas.gated": ",".join(r.gated),
-            "mlflow.runName": f"sweep-{r.sweep_id}" + (f" {what}" if what else "")
-                              + f" · {verdict_counts(r)}"}
+            "mlflow.runName": f"{verdict_counts(r)} · sweep-{r.sweep_id}"
+                              + (f" {what}" if what else "")}
+    short = chart_names(list(r.verdicts))  # the names of the parent's delta metrics too
     for v, vv in sorted(r.verdicts.items()):
-        tags[f"silas.verdict.{safe_name(v)}"] = vv.outcome.value
+        tags[f"silas.verdict.{short[v]}"] = vv.outcome.value
     return ParentReport(params=sweep_params(r.command, swept, added_control),
                         metrics=parent_metrics(r), tags=tags, description="\n".join(lines),
                         artifacts=list(ARTIFACTS), tables={STATS_TABLE: data_table(r)})

@@ -14,11 +14,13 @@ from silas_exp.analysis.ablation import ablation
 from silas_exp.analysis.data import SweepData
 from silas_exp.analysis.decision import decision_sentence
 from silas_exp.analysis.html import ablation_html
+from silas_exp.analysis.numbers import interval, num
 from silas_exp.analysis.parent import ParentReport, parent_summary
 from silas_exp.analysis.plots import ablation_plots
 from silas_exp.analysis.report import OUTCOME_TEXT, ablation_markdown
-from silas_exp.analysis.result import REFERENCE, AblationResult
+from silas_exp.analysis.result import ERROR_METRIC, REFERENCE, AblationResult
 from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.metrics.names import labelled
 
 ABLATION_MD, ABLATION_HTML, ABLATION_DIR = "ablation.md", "ablation.html", "ablation"
 
@@ -51,7 +53,7 @@ def report_ablation(data: SweepData, out: Path, settings: AnalysisSettings | Non
                           confidence_of=confidence_of)
     result.notes += list(notes)
     out.mkdir(parents=True, exist_ok=True)
-    plots = ablation_plots(result, data, out / plot_dir if plot_dir else out)
+    plots = ablation_plots(result, out / plot_dir if plot_dir else out)
     md = ablation_markdown(result, [f"{plot_dir}/{p.name}" if plot_dir else p.name
                                     for p in plots]) + appendix
     (out / ABLATION_MD).write_text(md)
@@ -60,12 +62,32 @@ def report_ablation(data: SweepData, out: Path, settings: AnalysisSettings | Non
     return AblationReport(result, plots, md, parent, out)
 
 
+CONSOLE_EXTRA = ("feedback.exclusion_auc", "probe.overall")  # shown beside the gated metrics
+
+
+def paired_table(r: AblationResult) -> str:
+    """Each variant against the control on that variant's own cases and
+    repeats, per gated metric (and the exclusion AUC, the probe score): both
+    means, Δ and its CI. A variant a sequential study stopped early is compared
+    on its own blocks, never with the control's mean over blocks it did not run."""
+    metrics = [m for m in r.metrics if (m in r.gated and m != ERROR_METRIC) or m in CONSOLE_EXTRA]
+    lines = [f"| variant | metric | variant mean | {r.control} (control) on the same cases | "
+             f"Δ vs control [{r.confidence:.0%} CI] | cases × repeats |", "|---|---|---|---|---|---|"]
+    for variant in sorted(r.verdicts):
+        for metric in metrics:
+            for c in (c for c in r.table(metric) if c.variant == variant):
+                lines.append(f"| {variant} | {labelled(metric)} | {num(c.mean)} | "
+                             f"{num(c.control_mean)} | {interval(c.delta, c.ci_low, c.ci_high)} | "
+                             f"{c.n_cases} × {c.n_repeats} |")
+    return "\n".join(lines)
+
+
 def console_lines(report: AblationReport, data: SweepData, suite_dir: str | None) -> list[str]:
     """What the end of a sweep prints of its ablation: the decision, each
     variant's verdict and why, what the sensitivity check says, where the report is."""
     r = report.result
-    lines = [f"\nAblation vs {r.control} ({r.control_reason}):",
-             f"  {decision_sentence(r, r.ranking)}"]
+    lines = [f"\nAblation vs {r.control} ({r.control_reason}):", "",
+             paired_table(r), "", f"  {decision_sentence(r, r.ranking)}"]
     for variant, vv in sorted(r.verdicts.items()):
         need = f" (≈ {vv.n_needed} cases to decide)" if vv.n_needed else ""
         lines.append(f"  {variant}: {OUTCOME_TEXT[vv.outcome].strip('*')} — "

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from silas_exp.analysis.columns import cells, control_cells, headers
-from silas_exp.analysis.decision import control_note, decision_sentence, worse_margin
+from silas_exp.analysis.columns import cells, headers
+from silas_exp.analysis.decision import control_note, decision_sentence, margin_text
+from silas_exp.analysis.numbers import interval, num, signed
 from silas_exp.analysis.result import ERROR_METRIC, AblationResult
-from silas_exp.metrics.names import display_name
+from silas_exp.metrics.names import display_name, named
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import Outcome
 
@@ -29,8 +30,8 @@ def gated_deltas(r: AblationResult, variant: str) -> str:
     """A variant's gated differences with their CIs and worse-side margins
     (errors are counted, not estimated: the "why" column says when they stop it)."""
     return "; ".join(
-        f"{display_name(c.metric)} {c.delta:+.3g} [{c.ci_low:+.3g}, {c.ci_high:+.3g}] "
-        f"(margin {worse_margin(c.metric, c.margin)})"
+        f"{display_name(c.metric)} {interval(c.delta, c.ci_low, c.ci_high)} "
+        f"(margin: {margin_text(c.margin)})"
         for c in r.comparisons
         if c.variant == variant and c.metric in r.gated and c.metric != ERROR_METRIC)
 
@@ -66,30 +67,33 @@ def ablation_markdown(r: AblationResult, plots: list[str] | None = None) -> str:
         lines += ["", *r.ranking.markdown()]
     insensitive = r.insensitive()
     if insensitive:
-        lines += ["", "**Insensitive here:** " + ", ".join(insensitive) + " cannot separate the "
-                  "oracle scorer from the random one on this suite; a verdict on them says little."]
+        lines += ["", "**Insensitive here:** " + ", ".join(map(display_name, insensitive))
+                  + " cannot separate the oracle scorer from the random one on this suite; a "
+                  "verdict on them says little."]
     lines += [f"- note: {n}" for n in r.notes]
     lines += ["", "Differences are variant − control on paired cases (same case, same repeat seed; "
-              "pairs where either side errored are left out, errors are gated by count). "
+              "pairs where either side errored are left out, errors are gated by count). Both means "
+              "of a row are on those same pairs: the variant's own cases, which may be fewer than "
+              "the control ran (a sequential study stops a variant early). "
               f"p: sign-flip permutation test on per-case mean differences, adjusted with "
-              f"{'Holm' if r.correction == 'holm' else 'Benjamini–Hochberg'} across variants; dz: "
-              "mean / sd of per-case differences. They describe; the verdict rule above decides."]
+              f"{'Holm' if r.correction == 'holm' else 'Benjamini–Hochberg'} across variants; "
+              "p Wilcoxon: signed-rank test on the same differences, unadjusted; dz: mean / sd of "
+              "per-case differences. They describe; the verdict rule above decides."]
     for metric in r.metrics:
         rows = r.table(metric)
         if not rows:
             continue
         ms = spec(metric)
         gate = " — gated" if metric in r.gated else ""
-        lines += ["", f"## {display_name(metric)} ({ms.arrow()}, {ms.unit}){gate}", "",
+        lines += ["", f"## {named(metric)}: {ms.arrow()}, {ms.unit}{gate}", "",
                   f"{ms.meaning}.", "",
-                  "| " + " | ".join(headers()) + " |", "|" + "---|" * len(headers()),
-                  "| " + " | ".join(control_cells(r, metric)) + " |"]
+                  "| " + " | ".join(headers()) + " |", "|" + "---|" * len(headers())]
         lines += ["| " + " | ".join(cells(c)) + " |" for c in rows]
     if r.sensitivity:
         lines += ["", "## Sensitivity (oracle vs random on this suite)", "",
                   "| metric | oracle − random (better side) | per-case SDs | sensitive |",
                   "|---|---|---|---|"]
-        lines += [f"| {display_name(m)} | {s.gap:+.4f} | {s.separation:.2f} | "
+        lines += [f"| {display_name(m)} | {signed(s.gap)} | {num(s.separation)} | "
                   f"{'yes' if s.sensitive else '**no — insensitive here**'} |"
                   for m, s in r.sensitivity.items()]
     if plots:

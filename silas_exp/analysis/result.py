@@ -5,6 +5,7 @@ variants ship, their ranking. ``analysis.ablation`` computes it;
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from silas_exp.analysis.numbers import signed
@@ -37,6 +38,9 @@ class Comparison:
     call: MetricCall | None = None  # gated metrics only
     n_needed: int | None = None
     sprt: str | None = None
+    # the control on the same (case, repeat) pairs as ``mean``: control_mean + delta = mean
+    control_mean: float = math.nan
+    control_sd: float = math.nan
 
 
 @dataclass

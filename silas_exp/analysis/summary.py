@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from silas_exp.analysis.numbers import num
 from silas_exp.metrics.names import labelled
 from silas_exp.records import sweep_job_results
 
@@ -47,13 +48,15 @@ def _fmt(values: Sequence[float]) -> str:
         return "—"
     mean = float(np.mean(vals))
     if len(vals) < 2:
-        return f"{mean:.3f}"
-    return f"{mean:.3f} ± {float(np.std(vals, ddof=1)):.3f}"
+        return num(mean)
+    return f"{num(mean)} ± {num(float(np.std(vals, ddof=1)))}"
 
 
 def variant_table(records: Sequence[JobRecord], metrics: Sequence[str] = HEADLINE) -> str:
     """Markdown table: variant | n | metric (mean ± sd over repeats) ...; in a
-    sequential study over blocks of cases, over its jobs (blocks × repeats)."""
+    sequential study over blocks of cases, over its jobs (blocks × repeats).
+    Each variant over its own cases: a sweep with an ablation prints the
+    paired table instead (``analysis.pipeline.paired_table``)."""
     by_variant: dict[str, list[JobRecord]] = defaultdict(list)
     for r in records:
         by_variant[r.variant].append(r)

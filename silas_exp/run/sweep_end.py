@@ -91,7 +91,6 @@ def summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records: Sequence[J
     table = variant_table(records)
     failed = failures(records)
     print(f"\nSweep {manifest.sweep_id if manifest else ''}: {len(records)} job(s) in {sweep_dir}")
-    print(table)
     if failed:
         print(f"\n{len(failed)} job(s) failed:")
         for line in failed:
@@ -102,8 +101,12 @@ def summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records: Sequence[J
     if is_study(sweep_dir):  # a tuning study reports its search and certification instead
         from silas_exp.tune.report import tune_report
 
+        print(table)
         return failed, tune_report(sweep_dir)
-    return failed, write_ablation(sweep_dir, records, cfg)
+    report = write_ablation(sweep_dir, records, cfg)  # with an ablation, it prints paired means
+    if report is None:
+        print(table)
+    return failed, report
 
 
 def dry_run_total(records: Sequence[JobRecord], model_name: str) -> str:
@@ -148,7 +151,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
         return None
     from silas_exp.analysis.adaptive import AdaptiveState, read_as_decided
     from silas_exp.analysis.data import load_sweep_dir
-    from silas_exp.analysis.pipeline import console_lines, report_ablation
+    from silas_exp.analysis.pipeline import console_lines, paired_table, report_ablation
     from silas_exp.run.failures import sweep_markdown
 
     try:
@@ -158,6 +161,7 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
                                                cfg.analysis if cfg else None)
         report = report_ablation(data, sweep_dir, settings, confidence_of=own, notes=notes,
                                  appendix=sweep_markdown(sweep_dir))  # case errors by cause
+        (sweep_dir / SUMMARY_FILE).write_text(paired_table(report.result) + "\n")
         print("\n".join(console_lines(report, data, cfg.suite.path if cfg else None)))
         return report.parent
     except SilasExpError as exc:

@@ -153,7 +153,7 @@ def test_parent_run_tells_the_result(swept):
     _, client, _, runs = swept
     [parent] = [r for r in runs if r.data.tags.get("silas.kind") == "sweep"]
     tags, metrics, params = parent.data.tags, parent.data.metrics, parent.data.params
-    assert tags["silas.verdict.scorer_weights"] in ("ship", "do_not_ship", "inconclusive")
+    assert tags["silas.verdict.weights"] in ("ship", "do_not_ship", "inconclusive")
     assert tags["silas.control"] == "scorer=heuristic"
     note = tags["mlflow.note.content"]
     assert "| scorer=weights |" in note and "Verdict rule (non-inferiority)" in note
