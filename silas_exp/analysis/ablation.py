@@ -21,7 +21,6 @@ import numpy as np
 
 from silas_exp.analysis.data import BASELINE, SweepData
 from silas_exp.analysis.decision import annotate, margin_text
-from silas_exp.analysis.numbers import interval, signed
 from silas_exp.analysis.result import (
     ERROR_METRIC,
     PASS_METRIC,
@@ -34,6 +33,7 @@ from silas_exp.analysis.result import (
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
 from silas_exp.metrics.names import display_name
+from silas_exp.metrics.numbers import interval, signed
 from silas_exp.metrics.registry import SuiteKind, gated_for, reported_for, spec
 from silas_exp.stats import (
     MetricCall,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from silas_exp.analysis.decision import margin_text
-from silas_exp.analysis.numbers import DIGITS, interval, num, p_value
 from silas_exp.analysis.result import AblationResult, Comparison
+from silas_exp.metrics.numbers import DIGITS, interval, num, p_value
 
 
 def _mean(mean: float, sd: float) -> str:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from silas_exp.analysis.data import SweepData
-from silas_exp.analysis.numbers import declared, signed
 from silas_exp.analysis.result import (
     ERROR_METRIC,
     PASS_METRIC,
@@ -20,11 +19,10 @@ from silas_exp.analysis.result import (
     Ranking,
 )
 from silas_exp.metrics.names import display_name
+from silas_exp.metrics.numbers import declared, signed
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import MetricCall, Oriented, Outcome, cluster_bootstrap_ci
 
-OUTCOME_WORDS = {Outcome.SHIP: "ship", Outcome.DO_NOT_SHIP: "do not ship",
-                 Outcome.INCONCLUSIVE: "inconclusive"}
 ZERO_PASS = "passes no case"
 
 
@@ -109,7 +107,7 @@ def decision_sentence(r: AblationResult, ranking: Ranking | None = None) -> str:
 def verdict_counts(r: AblationResult) -> str:
     """"1 ship · 1 do not ship · 1 inconclusive" (the parent run's name starts with it)."""
     outcomes = [vv.outcome for vv in r.verdicts.values()]
-    return " · ".join(f"{outcomes.count(o)} {OUTCOME_WORDS[o]}" for o in Outcome)
+    return " · ".join(f"{outcomes.count(o)} {o.words}" for o in Outcome)
 
 
 def control_passes_nothing(data: SweepData, r: AblationResult) -> bool:

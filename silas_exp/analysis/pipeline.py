@@ -14,13 +14,13 @@ from silas_exp.analysis.ablation import ablation
 from silas_exp.analysis.data import SweepData
 from silas_exp.analysis.decision import decision_sentence
 from silas_exp.analysis.html import ablation_html
-from silas_exp.analysis.numbers import interval, num
 from silas_exp.analysis.parent import ParentReport, parent_summary
 from silas_exp.analysis.plots import ablation_plots
-from silas_exp.analysis.report import OUTCOME_TEXT, ablation_markdown
+from silas_exp.analysis.report import ablation_markdown
 from silas_exp.analysis.result import ERROR_METRIC, REFERENCE, AblationResult
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.metrics.names import labelled
+from silas_exp.metrics.numbers import interval, num
 
 ABLATION_MD, ABLATION_HTML, ABLATION_DIR = "ablation.md", "ablation.html", "ablation"
 
@@ -72,7 +72,7 @@ def paired_table(r: AblationResult) -> str:
     on its own blocks, never with the control's mean over blocks it did not run."""
     metrics = [m for m in r.metrics if (m in r.gated and m != ERROR_METRIC) or m in CONSOLE_EXTRA]
     lines = [f"| variant | metric | variant mean | {r.control} (control) on the same cases | "
-             f"Δ vs control [{r.confidence:.0%} CI] | cases × repeats |", "|---|---|---|---|---|---|"]
+             "Δ vs control [CI] | cases × repeats |", "|---|---|---|---|---|---|"]
     for variant in sorted(r.verdicts):
         for metric in metrics:
             for c in (c for c in r.table(metric) if c.variant == variant):
@@ -90,7 +90,7 @@ def console_lines(report: AblationReport, data: SweepData, suite_dir: str | None
              paired_table(r), "", f"  {decision_sentence(r, r.ranking)}"]
     for variant, vv in sorted(r.verdicts.items()):
         need = f" (≈ {vv.n_needed} cases to decide)" if vv.n_needed else ""
-        lines.append(f"  {variant}: {OUTCOME_TEXT[vv.outcome].strip('*')} — "
+        lines.append(f"  {variant}: {vv.outcome.words} — "
                      f"{'; '.join(vv.reasons)}{need}")
     lines += [f"  note: {metric} cannot separate oracle from random on this suite "
               "(insensitive here)" for metric in r.insensitive()]

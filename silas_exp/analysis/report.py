@@ -4,22 +4,24 @@ from __future__ import annotations
 
 from silas_exp.analysis.columns import cells, headers
 from silas_exp.analysis.decision import control_note, decision_sentence, margin_text
-from silas_exp.analysis.numbers import interval, num, signed
 from silas_exp.analysis.result import ERROR_METRIC, AblationResult
 from silas_exp.metrics.names import display_name, named
+from silas_exp.metrics.numbers import interval, num, percent, signed
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import Outcome
 
-OUTCOME_TEXT = {Outcome.SHIP: "**ship**", Outcome.DO_NOT_SHIP: "**do not ship**",
-                Outcome.INCONCLUSIVE: "inconclusive"}
+
+def outcome_text(o: Outcome) -> str:
+    """An outcome in the verdict table: a decided one in bold."""
+    return o.words if o is Outcome.INCONCLUSIVE else f"**{o.words}**"
 
 
 def verdict_rule(r: AblationResult) -> str:
     level = (1 - r.confidence) / 2
     return (f"**Verdict rule (non-inferiority).** A variant *ships* only when, for every gated "
-            f"metric, the worse-side bound of the {r.confidence:.0%} cluster-bootstrap CI of its "
+            f"metric, the worse-side bound of the {percent(r.confidence)} cluster-bootstrap CI of its "
             "paired difference with the control lies within the metric's margin (a one-sided "
-            f"test at {level:.1%} per metric; all must pass, so no multiplicity penalty), it has "
+            f"test at {percent(level)} per metric; all must pass, so no multiplicity penalty), it has "
             "no more errored cases than the control, and it passes at least one case. It is "
             "*not shipped* when a gated metric is worse beyond its margin with that confidence, "
             "or it errors more. Otherwise it is *inconclusive*: \"not significantly worse\" is "
@@ -42,7 +44,7 @@ def verdict_lines(r: AblationResult) -> list[str]:
              "|---|---|---|---|---|"]
     for v, vv in sorted(r.verdicts.items()):
         need = f"≈ {vv.n_needed} cases × {vv.n_repeats} repeats" if vv.n_needed else ""
-        lines.append(f"| {v} | {OUTCOME_TEXT[vv.outcome]} | {gated_deltas(r, v)} | "
+        lines.append(f"| {v} | {outcome_text(vv.outcome)} | {gated_deltas(r, v)} | "
                      f"{'; '.join(vv.reasons)} | {need} |")
     return lines
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from silas_exp.analysis.numbers import signed
 from silas_exp.metrics.names import display_name
+from silas_exp.metrics.numbers import percent, signed
 from silas_exp.metrics.registry import SuiteKind
 from silas_exp.stats import MetricCall, Oriented, Outcome, Verdict
 
@@ -114,7 +114,7 @@ class Ranking:
         name = display_name(self.metric)
         lines = [f"## Ranking of the shipping variants on {name} (superiority)", "",
                  f"Non-inferiority says each may ship; this says which is better. "
-                 f"{self.confidence:.0%} CIs, oriented so that positive is better.", "",
+                 f"{percent(self.confidence)} CIs, oriented so that positive is better.", "",
                  "| rank | variant | better than control by [CI] | superior to control |",
                  "|---|---|---|---|"]
         lines += [f"| {i} | {x.variant} | {signed(x.better.estimate)} [{signed(x.better.low)}, "

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from silas_exp.analysis.numbers import num
 from silas_exp.metrics.names import labelled
+from silas_exp.metrics.numbers import num
 from silas_exp.records import sweep_job_results
 
 HEADLINE = (

@@ -13,6 +13,8 @@ import traceback
 from pathlib import Path
 
 from silas_exp.config import ExperimentConfig
+from silas_exp.metrics.names import display_name
+from silas_exp.metrics.numbers import num
 from silas_exp.records import RESULT_FILE, SweepManifest
 from silas_exp.run.failures import console_lines as failure_lines
 from silas_exp.run.job import JobOutcome, JobSpec
@@ -98,7 +100,7 @@ def job_done(label: str, cfg: ExperimentConfig, outcome: JobOutcome, seconds: fl
         note = progress_note(out_dir.parent, manifest.jobs_total, manifest.started_at, time.time())
         progress = f" [{note}]"
     print(f"{label}: {outcome.cases} cases, pass {outcome.run.summary.pass_rate:.0%}, "
-          f"{cfg.metrics.optimize}={value:.3f} ({seconds:.1f}s){progress} -> {out_dir}", flush=True)
+          f"{display_name(cfg.metrics.optimize)} {num(value)} ({seconds:.1f}s){progress} -> {out_dir}", flush=True)
     for line in failure_lines(label, outcome.failures, verbose()):  # why cases errored, by cause
         print(line, flush=True)
     if outcome.metrics.get("probe.empty_summaries", 0) > 0:

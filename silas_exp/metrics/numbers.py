@@ -1,7 +1,7 @@
-"""Numbers in text: the forms every rendering of an analysis shares. A
-measured value shows four significant digits (a count of tokens or ms, 1,000
-and more, shows whole units), with a true minus sign; a declared margin shows
-as declared."""
+"""Numbers in text: the forms every output shares (reports, tables, the
+console, run descriptions). A measured value shows four significant digits (a
+count of tokens or ms, 1,000 and more, shows whole units), with a true minus
+sign; a declared margin shows as declared."""
 
 from __future__ import annotations
 
@@ -37,3 +37,8 @@ def declared(x: float) -> str:
 
 def p_value(p: float) -> str:
     return "—" if math.isnan(p) else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def percent(share: float) -> str:
+    """A confidence or a level: ``95%``, ``95.69%``, ``2.155%``."""
+    return f"{share * 100:.{DIGITS}g}%"
