@@ -22,7 +22,8 @@ HEADLINE = (
     "context.tokens_per_served_need",
     "probe.overall",
     "summary.pass_rate",
-    "llm.cost_usd",
+    "llm.cost_usd",  # real spend, or
+    "llm.cost_usd_simulated",  # what a simulated run's calls would have cost
 )
 
 

@@ -127,7 +127,11 @@ for name, meaning in (("calls", "model calls"), ("errors", "failed model calls")
                       ("cache_write_tokens", "prompt-cache write tokens"),
                       ("cost_usd", "spend in USD")):
     _m(f"llm.{name}", "none" if name in ("calls", "cache_hits") else "lower",
-       "usd" if name == "cost_usd" else ("tokens" if "tokens" in name else "count"), meaning)
+       "usd" if name == "cost_usd" else ("tokens" if "tokens" in name else "count"), meaning,
+       **({"name": "LLM spend"} if name == "cost_usd" else {}))
+_m("llm.cost_usd_simulated", "lower", "usd (simulated)",
+   "what a simulated run's calls would have cost at the named models' prices; nothing was spent "
+   "(real spend is llm.cost_usd, never mixed with it)", name="LLM cost, simulated")
 _m("llm.calls.*", "none", "count", "model calls of one task", per_case=False)
 _m("llm.errors.*", "lower", "count", "failed model calls by reason", per_case=False)
 for name, unit, meaning in (("calls", "count", "model calls"), ("retries", "count", "retries"),
@@ -138,6 +142,9 @@ for name, unit, meaning in (("calls", "count", "model calls"), ("retries", "coun
        f"{meaning} made only to measure (calibration and the control's reference replays), by "
        "whichever job of the process made them first; not part of the variant's llm.*",
        per_case=False)
+_m("llm.overhead.cost_usd_simulated", "none", "usd (simulated)",
+   "llm.overhead.cost_usd of a simulated run: what those calls would have cost; nothing was spent",
+   per_case=False)
 
 # -- calibration ------------------------------------------------------------------
 _m("calibration.candidates", "none", "count", "feedback candidates the calibration fit used",

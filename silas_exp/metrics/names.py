@@ -43,3 +43,17 @@ def labelled(key: str) -> str:
     found = find_spec(key)
     arrow = {"higher": " ↑", "lower": " ↓"}.get(found.direction if found else "", "")
     return display_name(key) + arrow
+
+
+COST_KEYS = ("llm.cost_usd", "llm.overhead.cost_usd")
+SIMULATED = "_simulated"
+
+
+def labelled_cost(metrics: dict[str, float], simulated: bool) -> dict[str, float]:
+    """A simulated backend spends nothing: what its calls would have cost at the
+    named models' prices is ``llm.cost_usd_simulated`` (and
+    ``llm.overhead.cost_usd_simulated``), never ``llm.cost_usd``, which is only
+    real spend. The one place those keys are chosen."""
+    if not simulated:
+        return metrics
+    return {(k + SIMULATED if k in COST_KEYS else k): v for k, v in metrics.items()}

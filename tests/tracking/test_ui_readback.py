@@ -93,7 +93,7 @@ def test_children_have_short_names_and_few_params(readme):
         assert params["scorer.name"] == c.data.tags["silas.scorer"]
         assert params["suite.name"] == "smoke" and params["repeats"] == "2"
         note = c.data.tags["mlflow.note.content"]
-        assert "LLM cost $" in note and "an estimate at `claude-" in note
+        assert "simulated LLM cost $" in note and "an estimate at `claude-" in note
         assert "nothing was spent" in note
 
 
