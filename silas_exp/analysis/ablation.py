@@ -16,14 +16,24 @@ import math
 import warnings
 from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from silas_exp.analysis.data import BASELINE, SweepData
+from silas_exp.analysis.decision import annotate, margin_text
+from silas_exp.analysis.result import (
+    ERROR_METRIC,
+    PASS_METRIC,
+    REFERENCE,
+    AblationResult,
+    Comparison,
+    Sensitivity,
+    VariantVerdict,
+)
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
+from silas_exp.metrics.names import display_name
+from silas_exp.metrics.numbers import interval, signed
 from silas_exp.metrics.registry import SuiteKind, gated_for, reported_for, spec
 from silas_exp.stats import (
     MetricCall,
@@ -42,78 +52,6 @@ from silas_exp.stats import (
     sprt_with_pilot,
     verdict,
 )
-
-if TYPE_CHECKING:
-    from silas_exp.analysis.decision import Ranking
-
-ERROR_METRIC, PASS_METRIC = "summary.error", "summary.pass"
-REFERENCE = ("scorer=oracle", "scorer=random")  # the sanity bracket: ceiling and floor
-
-
-@dataclass
-class Comparison:
-    variant: str
-    metric: str
-    mean: float
-    sd: float
-    delta: float
-    ci_low: float
-    ci_high: float
-    p_perm: float
-    p_wilcoxon: float
-    p_adjusted: float
-    dz: float
-    n_cases: int
-    n_repeats: int
-    n_pairs: int  # (case, repeat) pairs the difference was computed on
-    margin: float
-    verdict: Verdict
-    call: MetricCall | None = None  # gated metrics only
-    n_needed: int | None = None
-    sprt: str | None = None
-
-
-@dataclass
-class VariantVerdict:
-    variant: str
-    outcome: Outcome
-    reasons: list[str]
-    n_needed: int | None = None
-    n_repeats: int = 0
-
-
-@dataclass
-class Sensitivity:
-    metric: str
-    gap: float  # oracle − random, oriented (positive = oracle better)
-    separation: float  # gap in per-case standard deviations
-    sensitive: bool
-
-
-@dataclass
-class AblationResult:
-    sweep_id: str
-    command: str
-    control: str
-    control_reason: str
-    suite_kind: SuiteKind
-    metrics: list[str]
-    gated: list[str]
-    correction: str
-    confidence: float
-    control_summary: dict[str, tuple[float, float]]
-    comparisons: list[Comparison] = field(default_factory=list)
-    verdicts: dict[str, VariantVerdict] = field(default_factory=dict)
-    sensitivity: dict[str, Sensitivity] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    min_cases: int = 6
-    ranking: Ranking | None = None  # two or more ship: which is better (analysis.decision)
-
-    def table(self, metric: str) -> list[Comparison]:
-        return [c for c in self.comparisons if c.metric == metric]
-
-    def insensitive(self) -> list[str]:
-        return [m for m in self.gated if m in self.sensitivity and not self.sensitivity[m].sensitive]
 
 
 def _matches_control(variant: str, controls: dict[str, str]) -> bool:
@@ -180,16 +118,19 @@ def _quiet():
 
 def _compare(data: SweepData, variant: str, control: str, metric: str, s: AnalysisSettings,
              margin: float, mde: float | None, use_sprt: bool) -> Comparison | None:
-    """One variant's paired comparison on one metric, at ``s.confidence``."""
-    cases, m = data.matrix(variant, control, metric)
-    m = m[~np.all(np.isnan(m), axis=1)] if len(cases) else m
+    """One variant's paired comparison on one metric, at ``s.confidence``:
+    the variant's and the control's means on the same (case, repeat) pairs."""
+    cases, a, b = data.paired(variant, control, metric)
+    m = a - b
+    keep = ~np.all(np.isnan(m), axis=1) if len(cases) else np.zeros(0, bool)
+    m, a, b = m[keep], a[keep], b[keep]
     if m.size == 0 or np.all(np.isnan(m)):
         return None
     ci = cluster_bootstrap_ci(m, n_resamples=s.n_resamples, confidence=s.confidence, seed=s.seed,
                               expanded=True)
     with _quiet():
         per_case = np.nanmean(m, axis=1)
-    mean, sd = _per_repeat(data.case_values(variant, metric))
+    (mean, sd), (cmean, csd) = _paired_mean(a), _paired_mean(b)
     sprt = None
     if use_sprt:
         if mde and len(per_case) > 6:
@@ -200,7 +141,17 @@ def _compare(data: SweepData, variant: str, control: str, metric: str, s: Analys
                       paired_permutation(per_case, seed=s.seed).pvalue,
                       paired_wilcoxon(per_case).pvalue, math.nan, cohens_dz(per_case), len(m),
                       m.shape[1], int(np.sum(~np.isnan(m))), margin, Verdict.NO_DIFFERENCE,
-                      sprt=sprt)
+                      sprt=sprt, control_mean=cmean, control_sd=csd)
+
+
+def _paired_mean(values: np.ndarray) -> tuple[float, float]:
+    """One side of a paired comparison (cases × repeats, NaN where the pair is
+    missing): the mean over cases of each case's mean over its repeats (the
+    statistic the difference's CI is of), and the sd over repeats of each
+    repeat's mean over cases (NaN with one repeat)."""
+    with _quiet():
+        mean = float(np.mean(np.nanmean(values, axis=1)))
+    return mean, _per_repeat(values)[1]
 
 
 def _error_rule(data: SweepData, variant: str, control: str) -> tuple[MetricCall, str | None]:
@@ -305,8 +256,6 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
     result.sensitivity = _sensitivity(data, result.gated, margins, s.sensitivity_floor)
     for variant in variants:
         result.verdicts[variant] = _decide(data, result, variant, control)
-    from silas_exp.analysis.decision import annotate  # it reads this module's result
-
     annotate(data, result, s.seed, s.n_resamples)
     return result
 
@@ -320,26 +269,27 @@ def _decide(data: SweepData, r: AblationResult, variant: str, control: str) -> V
             calls[metric], why = _error_rule(data, variant, control)
             reasons += [why] if why else []
             continue
-        c = rows.get(metric)
+        c, name = rows.get(metric), display_name(metric)
         calls[metric] = c.call if c and c.call else MetricCall.UNDECIDED
         if c is None:
-            reasons.append(f"{metric}: no paired value")
+            reasons.append(f"{name}: no paired value")
         elif c.call is MetricCall.INFERIOR:
-            reasons.append(f"{metric} worse beyond its margin {c.margin:.3g} "
-                           f"(Δ {c.delta:+.4f} [{c.ci_low:+.4f}, {c.ci_high:+.4f}])")
+            reasons.append(f"{name} worse beyond its margin ({margin_text(c.margin)}): Δ "
+                           f"{interval(c.delta, c.ci_low, c.ci_high)}")
         elif c.call is MetricCall.UNDECIDED and c.n_cases < r.min_cases:
-            reasons.append(f"{metric}: only {c.n_cases} paired cases (a verdict needs "
+            reasons.append(f"{name}: only {c.n_cases} paired cases (a verdict needs "
                            f"{r.min_cases}; analysis.min_cases)")
         elif c.call is MetricCall.UNDECIDED:
-            reasons.append(f"{metric}: CI [{c.ci_low:+.4f}, {c.ci_high:+.4f}] crosses the "
-                           f"margin {c.margin:.3g}")
+            reasons.append(f"{name}: CI [{signed(c.ci_low)}, {signed(c.ci_high)}] crosses the "
+                           f"margin ({margin_text(c.margin)})")
     passes = data.case_values(variant, PASS_METRIC)
     if np.nansum(passes) == 0 and np.any(~np.isnan(passes)):
         calls["zero_pass"] = MetricCall.INFERIOR
         reasons.insert(0, "passes no case")
     outcome = combine(calls)
     if outcome is Outcome.SHIP:
-        reasons = [f"non-inferior on every gated metric ({', '.join(r.gated)})"]
+        reasons = [f"non-inferior on every gated metric "
+                   f"({', '.join(display_name(m) for m in r.gated)})"]
     needed = [c.n_needed for c in rows.values() if c.n_needed]
     n_rep = max((c.n_repeats for c in rows.values()), default=0)
     return VariantVerdict(variant, outcome, reasons,

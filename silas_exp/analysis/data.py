@@ -68,17 +68,27 @@ class SweepData:
         (NaN = missing). Outside ``OUTCOME_METRICS`` a pair counts only where
         both jobs completed the case: an errored case cannot drop out of one
         side's mean and flatter it (the error gate counts errors instead)."""
+        cases, a, b = self.paired(variant, control, metric)
+        return cases, a - b
+
+    def paired(self, variant: str, control: str, metric: str
+               ) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The variant's and the control's values on the same (case, repeat)
+        pairs: shared cases × shared repeats, NaN in both where either is
+        missing (so their means differ exactly by the paired difference)."""
         pairs = self._pairs(variant, control)
         cases = sorted(set.intersection(*[set(a.cases) & set(b.cases) for _, a, b in pairs])) \
             if pairs else []
-        m = np.full((len(cases), len(pairs)), np.nan)
+        va, vb = np.full((len(cases), len(pairs)), np.nan), np.full((len(cases), len(pairs)), np.nan)
         outcome = metric in OUTCOME_METRICS
         for j, (_, a, b) in enumerate(pairs):
             for i, c in enumerate(cases):
                 if not outcome and not (a.completed(c) and b.completed(c)):
                     continue
-                m[i, j] = a.cases[c].get(metric, math.nan) - b.cases[c].get(metric, math.nan)
-        return cases, m
+                va[i, j], vb[i, j] = a.cases[c].get(metric, math.nan), b.cases[c].get(metric, math.nan)
+        missing = np.isnan(va) | np.isnan(vb)
+        va[missing], vb[missing] = np.nan, np.nan
+        return cases, va, vb
 
     def case_values(self, variant: str, metric: str) -> np.ndarray:
         """cases × repeats of one variant (NaN = missing or not completed)."""

@@ -2,41 +2,33 @@
 the others (the metric, its CI against the margin, the cases needed). When
 several variants ship, they are ranked on the primary gated metric with a CI
 (superiority, not only non-inferiority). The sentence opens the parent run's
-description and the report; the verdict counts end the parent run's name."""
+description and the report; the verdict counts open the parent run's name."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from silas_exp.analysis.ablation import ERROR_METRIC, PASS_METRIC, AblationResult
 from silas_exp.analysis.data import SweepData
+from silas_exp.analysis.result import (
+    ERROR_METRIC,
+    PASS_METRIC,
+    AblationResult,
+    Ranked,
+    Ranking,
+)
 from silas_exp.metrics.names import display_name
+from silas_exp.metrics.numbers import declared, signed
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import MetricCall, Oriented, Outcome, cluster_bootstrap_ci
 
-OUTCOME_WORDS = {Outcome.SHIP: "ship", Outcome.DO_NOT_SHIP: "do not ship",
-                 Outcome.INCONCLUSIVE: "inconclusive"}
 ZERO_PASS = "passes no case"
 
 
-def num(x: float) -> str:
-    """A number for sentences: two significant digits below 1, a true minus sign."""
-    if math.isnan(x):
-        return "—"
-    text = f"{x:.0f}" if abs(x) >= 100 else f"{x:.2f}" if abs(x) >= 1 else f"{x:.2g}"
-    return text.replace("-", "−")
-
-
-def signed(x: float) -> str:
-    return ("+" if x >= 0 else "") + num(x)
-
-
-def worse_margin(metric: str, margin: float) -> str:
-    """The margin on the worse side of a metric's difference: −0.05 or +120."""
-    return signed(margin if spec(metric).direction == "lower" else -margin)
+def margin_text(margin: float) -> str:
+    """A non-inferiority margin, the one way it is printed: "worse by at most 0.03"."""
+    return f"worse by at most {declared(margin)}"
 
 
 @dataclass(frozen=True)
@@ -64,11 +56,13 @@ def blockers(r: AblationResult, variant: str) -> list[Blocker]:
         if c is None:
             found.append(Blocker(metric, f"{name} (no paired value)"))
         elif c.call is MetricCall.INFERIOR:
-            found.append(Blocker(metric, f"{name} {signed(c.delta)} beyond {num(c.margin)}"))
+            found.append(Blocker(metric, f"{name} {signed(c.delta)} (margin: "
+                                         f"{margin_text(c.margin)})"))
         elif c.call is MetricCall.UNDECIDED and c.n_cases < r.min_cases:
             found.append(Blocker(metric, f"{name} (only {c.n_cases} paired cases)"))
         elif c.call is MetricCall.UNDECIDED:
-            found.append(Blocker(metric, f"{name} (CI crosses {worse_margin(metric, c.margin)})"))
+            found.append(Blocker(metric, f"{name} (CI crosses the margin: "
+                                         f"{margin_text(c.margin)})"))
     return found
 
 
@@ -111,9 +105,9 @@ def decision_sentence(r: AblationResult, ranking: Ranking | None = None) -> str:
 
 
 def verdict_counts(r: AblationResult) -> str:
-    """"1 ship · 1 do not ship · 1 inconclusive" (for the parent run's name)."""
+    """"1 ship · 1 do not ship · 1 inconclusive" (the parent run's name starts with it)."""
     outcomes = [vv.outcome for vv in r.verdicts.values()]
-    return " · ".join(f"{outcomes.count(o)} {OUTCOME_WORDS[o]}" for o in Outcome)
+    return " · ".join(f"{outcomes.count(o)} {o.words}" for o in Outcome)
 
 
 def control_passes_nothing(data: SweepData, r: AblationResult) -> bool:
@@ -126,43 +120,6 @@ def control_note(r: AblationResult) -> str:
     return (f"The control {r.control} passes no case: the rule \"a variant must pass at least one "
             "case\" would reject the control itself, so the pass gate says little here; check "
             "the suite's expectations or pick another control (analysis.control).")
-
-
-# -- several variants ship: which is better ------------------------------------------------
-@dataclass(frozen=True)
-class Ranked:
-    variant: str
-    better: Oriented  # variant − control, positive = better
-    superior: bool  # the CI's worse-side bound is above zero: better than the control
-
-
-@dataclass(frozen=True)
-class Ranking:
-    metric: str
-    rows: list[Ranked]  # best first
-    lead: Oriented  # first − second on paired cases, positive = the first is better
-    confidence: float
-
-    def sentence(self) -> str:
-        first, second = self.rows[0].variant, self.rows[1].variant
-        name, lead = display_name(self.metric), self.lead
-        if lead.low > 0:
-            return (f"{first} is better than {second} on {name}: {signed(lead.estimate)} "
-                    f"[{signed(lead.low)}, {signed(lead.high)}]")
-        return (f"{first} ranks first on {name}, but not beyond {second} "
-                f"({signed(lead.estimate)} [{signed(lead.low)}, {signed(lead.high)}])")
-
-    def markdown(self) -> list[str]:
-        name = display_name(self.metric)
-        lines = [f"## Ranking of the shipping variants on {name} (superiority)", "",
-                 f"Non-inferiority says each may ship; this says which is better. "
-                 f"{self.confidence:.0%} CIs, oriented so that positive is better.", "",
-                 "| rank | variant | better than control by [CI] | superior to control |",
-                 "|---|---|---|---|"]
-        lines += [f"| {i} | {x.variant} | {signed(x.better.estimate)} [{signed(x.better.low)}, "
-                  f"{signed(x.better.high)}] | {'yes' if x.superior else 'no'} |"
-                  for i, x in enumerate(self.rows, 1)]
-        return lines + ["", f"First against second, paired: {self.sentence()}."]
 
 
 def primary_metric(r: AblationResult) -> str | None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 from pathlib import Path
 
-from silas_exp.analysis.ablation import AblationResult
+from silas_exp.analysis.columns import cells, headers
 from silas_exp.analysis.decision import control_note, decision_sentence
 from silas_exp.analysis.report import verdict_rule
+from silas_exp.analysis.result import AblationResult
 from silas_exp.metrics.names import display_name
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import Outcome
@@ -21,10 +21,6 @@ _STYLE = ("body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1100px;c
           "table{border-collapse:collapse;margin:.5em 0 1.2em}td,th{border:1px solid #d0d7de;"
           "padding:3px 8px;font-size:13px;text-align:left}th{background:#f6f8fa}"
           "img{max-width:100%;margin:.3em 0}code{background:#f6f8fa;padding:1px 4px}")
-
-
-def _f(x: float, fmt: str = "{:.3f}") -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
@@ -44,7 +40,7 @@ def ablation_html(r: AblationResult, plots: list[Path]) -> str:
         parts.append(f"<p>Reproduce: <code>{e(r.command)}</code></p>")
     parts.append(f"<p>Control: <b>{e(r.control)}</b> — {e(r.control_reason)}.</p>")
     parts.append("<p>" + e(verdict_rule(r).replace("**", "").replace("*", "")) + "</p>")
-    rows = [[e(v), f"<b style='color:{_COLOUR[vv.outcome]}'>{e(vv.outcome.value)}</b>",
+    rows = [[e(v), f"<b style='color:{_COLOUR[vv.outcome]}'>{e(vv.outcome.words)}</b>",
              e("; ".join(vv.reasons)), e(f"≈ {vv.n_needed} cases") if vv.n_needed else ""]
             for v, vv in sorted(r.verdicts.items())]
     parts += ["<h2>Verdicts</h2>", _table(["variant", "verdict", "why", "to decide"], rows)]
@@ -57,13 +53,9 @@ def ablation_html(r: AblationResult, plots: list[Path]) -> str:
             continue
         ms = spec(metric)
         gated = " — gated" if metric in r.gated else ""
-        cm, cs = r.control_summary.get(metric, (math.nan, math.nan))
-        rows = [[f"{e(r.control)} (control)", f"{_f(cm)} ± {_f(cs)}", "", "", "", ""]]
-        rows += [[e(c.variant), f"{_f(c.mean)} ± {_f(c.sd)}",
-                  f"{c.delta:+.4f} [{c.ci_low:+.4f}, {c.ci_high:+.4f}]", _f(c.margin),
-                  e(c.call.value) if c.call else "", f"{_f(c.p_adjusted)}"] for c in table]
-        parts += [f"<h3>{e(display_name(metric))} ({e(ms.arrow())}, {e(ms.unit)}){gated}</h3>",
-                  _table(["variant", "mean ± sd", "Δ vs control [CI]", "margin", "call", "p adj"],
-                         rows)]
+        rows = [[e(x) for x in cells(c)] for c in table]
+        parts += [f"<h3>{e(display_name(metric))} (<code>{e(metric)}</code>): {e(ms.arrow())}, "
+                  f"{e(ms.unit)}{gated}</h3>",
+                  _table(headers(), rows)]
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -11,9 +11,10 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from silas_exp.analysis.ablation import AblationResult
+from silas_exp.analysis.columns import data_table
 from silas_exp.analysis.decision import verdict_counts
 from silas_exp.analysis.report import decision_lines, verdict_lines, verdict_rule
+from silas_exp.analysis.result import AblationResult
 from silas_exp.stats import Outcome
 
 ARTIFACTS = ("ablation.html",)  # ablation.md and the plots are logged with the sweep
@@ -82,33 +83,13 @@ def chart_names(variants: list[str]) -> dict[str, str]:
     return short
 
 
-def stats_table(r: AblationResult) -> dict[str, list]:
-    """Every per-variant statistic, one row per (variant, metric), for ``log_table``."""
-    cols = ("variant", "metric", "gated", "verdict", "mean", "sd", "delta", "ci_low", "ci_high",
-            "margin", "call", "p_adjusted", "dz", "cases", "repeats")
-    table: dict[str, list] = {c: [] for c in cols}
-
-    def row(*values) -> None:
-        for c, v in zip(cols, values, strict=True):
-            table[c].append(None if isinstance(v, float) and math.isnan(v) else v)
-
-    for metric in r.metrics:
-        cmean, csd = r.control_summary.get(metric, (math.nan, math.nan))
-        gated = metric in r.gated
-        row(r.control, metric, gated, "control", cmean, csd, *([math.nan] * 4), "", math.nan,
-            math.nan, None, None)
-        for c in r.table(metric):
-            row(c.variant, metric, gated, r.verdicts[c.variant].outcome.value, c.mean, c.sd,
-                c.delta, c.ci_low, c.ci_high, c.margin, c.call.value if c.call else "",
-                c.p_adjusted, c.dz, c.n_cases, c.n_repeats)
-    return table
-
-
 def parent_summary(r: AblationResult, swept: list[str] | None = None,
                    added_control: str | None = None) -> ParentReport:
     """The parent run's description opens with the decision in one sentence
     (collapsed, the UI shows only the first lines), then the verdict table of
-    ``ablation.md``; its name ends with the verdict counts."""
+    ``ablation.md``; its name starts with the verdict counts (the runs table
+    cuts long names). ``silas.verdict.<name>`` and ``delta.<name>.<metric>``
+    name a variant alike (:func:`chart_names`)."""
     lines = [*decision_lines(r), "", *verdict_lines(r), "",
              f"Control: **{r.control}** ({r.control_reason}). Every statistic: the table "
              f"`{STATS_TABLE}`; the full report with plots: `ablation.html` (`ablation.md` for "
@@ -117,10 +98,11 @@ def parent_summary(r: AblationResult, swept: list[str] | None = None,
     what = " ".join(t for t in shlex.split(r.command)[3:] if "," in t) if r.command else ""
     tags = {"silas.control": r.control, "silas.suite_kind": r.suite_kind,
             "silas.gated": ",".join(r.gated),
-            "mlflow.runName": f"sweep-{r.sweep_id}" + (f" {what}" if what else "")
-                              + f" · {verdict_counts(r)}"}
+            "mlflow.runName": f"{verdict_counts(r)} · sweep-{r.sweep_id}"
+                              + (f" {what}" if what else "")}
+    short = chart_names(list(r.verdicts))  # the names of the parent's delta metrics too
     for v, vv in sorted(r.verdicts.items()):
-        tags[f"silas.verdict.{safe_name(v)}"] = vv.outcome.value
+        tags[f"silas.verdict.{short[v]}"] = vv.outcome.value
     return ParentReport(params=sweep_params(r.command, swept, added_control),
                         metrics=parent_metrics(r), tags=tags, description="\n".join(lines),
-                        artifacts=list(ARTIFACTS), tables={STATS_TABLE: stats_table(r)})
+                        artifacts=list(ARTIFACTS), tables={STATS_TABLE: data_table(r)})

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-from silas_exp.analysis.ablation import AblationResult
-from silas_exp.analysis.data import SweepData
+from silas_exp.analysis.decision import margin_text
+from silas_exp.analysis.result import AblationResult
 from silas_exp.metrics.names import display_name
+from silas_exp.metrics.numbers import interval, percent, signed
 from silas_exp.metrics.registry import spec
 
 
@@ -33,15 +33,18 @@ def delta_plot(r: AblationResult, metric: str, out: Path) -> Path | None:
             c.call.value if c.call else "", "tab:gray")
         ax.errorbar(c.delta, y, xerr=[[c.delta - c.ci_low], [c.ci_high - c.delta]], fmt="o",
                     color=color, capsize=4)
+        ax.annotate(interval(c.delta, c.ci_low, c.ci_high), (c.delta, y), fontsize=7,
+                    xytext=(0, 7), textcoords="offset points", ha="center")
     ax.axvline(0, color="black", lw=0.8)
     margin = rows[0].margin
     if margin == margin and margin > 0:  # not NaN: the non-inferiority boundary, worse side
         ax.axvline(margin if lower else -margin, color="tab:red", lw=0.8, ls="--",
-                   label="margin (worse side)")
+                   label=f"margin: {margin_text(margin)}")
         ax.legend(loc="best", fontsize=7)
     ax.set_yticks(list(ys), [c.variant for c in rows])
+    ax.set_ylim(-0.6, len(rows) - 0.4)
     arrow = "← better" if lower else "→ better"
-    ax.set_xlabel(f"Δ {display_name(metric)} vs {r.control} ({r.confidence:.0%} CI) {arrow}")
+    ax.set_xlabel(f"Δ {display_name(metric)} vs {r.control} ({percent(r.confidence)} CI) {arrow}")
     fig.tight_layout()
     path = out / f"delta_{metric.replace('.', '_')}.png"
     fig.savefig(path, dpi=110)
@@ -49,53 +52,47 @@ def delta_plot(r: AblationResult, metric: str, out: Path) -> Path | None:
     return path
 
 
-def _mean_ci(values: list[float]) -> tuple[float, float] | None:
-    """Mean over repeats and the half-width of its 95% t interval (0 for one repeat)."""
-    xs = [v for v in values if not math.isnan(v)]
-    if not xs:
-        return None
-    mean = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return mean, 0.0
-    from scipy import stats
-
-    sd = math.sqrt(sum((v - mean) ** 2 for v in xs) / (len(xs) - 1))
-    return mean, float(stats.t.ppf(0.975, len(xs) - 1)) * sd / math.sqrt(len(xs))
-
-
-def pareto_plot(data: SweepData, out: Path, x: str = "context.tokens_per_served_need",
+def pareto_plot(r: AblationResult, out: Path, x: str = "context.tokens_per_served_need",
                 y: str = "context.retrieval_relevance") -> Path | None:
-    """Quality against the gated token-efficiency metric, per variant: means over
-    repeats with 95% CIs; the Pareto front by each metric's declared direction."""
-    points = []
-    for v in data.variants():
-        px, py = _mean_ci(data.run_values(v, x)), _mean_ci(data.run_values(v, y))
-        if px and py:
-            points.append((v, px, py))
+    """Quality against the gated token-efficiency metric, each variant as its
+    paired difference from the control on its own cases and repeats (Δ with
+    its CI on both axes), so the control sits at the origin and no point is
+    an average over cases another point did not run; the Pareto front by each
+    metric's declared direction."""
+    cx = {c.variant: c for c in r.table(x)}
+    points = [(c.variant, cx[c.variant], c) for c in r.table(y) if c.variant in cx]
     if not points:
         return None
     sx = -1 if spec(x).direction == "lower" else 1  # oriented: larger is better
     sy = -1 if spec(y).direction == "lower" else 1
+    coords = [(r.control, 0.0, 0.0)] + [(v, px.delta, py.delta) for v, px, py in points]
 
     def dominated(p) -> bool:
-        return any(sx * q[1][0] >= sx * p[1][0] and sy * q[2][0] >= sy * p[2][0] and q != p
-                   for q in points)
+        return any(sx * q[1] >= sx * p[1] and sy * q[2] >= sy * p[2] and q != p for q in coords)
 
-    front = [p for p in points if not dominated(p)]
+    front = sorted((p for p in coords if not dominated(p)), key=lambda p: p[1])
     plt = load_pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for p in points:
-        v, (mx, hx), (my, hy) = p
-        ax.errorbar(mx, my, xerr=hx, yerr=hy, fmt="o", capsize=3,
-                    color="tab:blue" if p in front else "tab:gray")
-        ax.annotate(v, (mx, my), fontsize=8, xytext=(5, 5), textcoords="offset points",
+    ax.plot(0, 0, "s", color="black")
+    ax.annotate(f"{r.control} (control)", (0, 0), fontsize=8, xytext=(5, -12),
+                textcoords="offset points", annotation_clip=False)
+    on_front = {p[0] for p in front}
+    for v, px, py in points:
+        ax.errorbar(px.delta, py.delta, xerr=[[px.delta - px.ci_low], [px.ci_high - px.delta]],
+                    yerr=[[py.delta - py.ci_low], [py.ci_high - py.delta]], fmt="o", capsize=3,
+                    color="tab:blue" if v in on_front else "tab:gray")
+        ax.annotate(f"{v}\nΔ {signed(px.delta)}, {signed(py.delta)} ({py.n_cases} cases)",
+                    (px.delta, py.delta), fontsize=7, xytext=(5, 5), textcoords="offset points",
                     annotation_clip=False)
-    fr = sorted(front, key=lambda p: p[1][0])
-    ax.plot([p[1][0] for p in fr], [p[2][0] for p in fr], color="tab:blue", lw=1,
+    ax.plot([p[1] for p in front], [p[2] for p in front], color="tab:blue", lw=1,
             label="Pareto front")
-    ax.margins(x=0.25, y=0.2)  # room for the labels inside the axes
-    ax.set_xlabel(f"{display_name(x)} ({spec(x).arrow()}); mean over repeats, 95% CI")
-    ax.set_ylabel(f"{display_name(y)} ({spec(y).arrow()})")
+    ax.axhline(0, color="black", lw=0.5)
+    ax.axvline(0, color="black", lw=0.5)
+    ax.margins(x=0.3, y=0.25)  # room for the labels inside the axes
+    ax.set_xlabel(f"Δ {display_name(x)} vs control ({spec(x).arrow()}), "
+                  f"{percent(r.confidence)} CI")
+    ax.set_ylabel(f"Δ {display_name(y)} vs control ({spec(y).arrow()})")
+    ax.set_title("Each variant against the control on that variant's own cases", fontsize=9)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     path = out / "pareto_tokens_vs_quality.png"
@@ -104,7 +101,7 @@ def pareto_plot(data: SweepData, out: Path, x: str = "context.tokens_per_served_
     return path
 
 
-def ablation_plots(r: AblationResult, data: SweepData, out: Path) -> list[Path]:
+def ablation_plots(r: AblationResult, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    paths = [delta_plot(r, m, out) for m in r.gated] + [pareto_plot(data, out)]
+    paths = [delta_plot(r, m, out) for m in r.gated] + [pareto_plot(r, out)]
     return [p for p in paths if p is not None]

@@ -2,32 +2,26 @@
 
 from __future__ import annotations
 
-import math
-
-from silas_exp.analysis.ablation import ERROR_METRIC, AblationResult
-from silas_exp.analysis.decision import control_note, decision_sentence, worse_margin
-from silas_exp.metrics.names import display_name
+from silas_exp.analysis.columns import cells, headers
+from silas_exp.analysis.decision import control_note, decision_sentence, margin_text
+from silas_exp.analysis.result import ERROR_METRIC, AblationResult
+from silas_exp.metrics.names import display_name, named
+from silas_exp.metrics.numbers import interval, num, percent, signed
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import Outcome
 
-OUTCOME_TEXT = {Outcome.SHIP: "**ship**", Outcome.DO_NOT_SHIP: "**do not ship**",
-                Outcome.INCONCLUSIVE: "inconclusive"}
 
-
-def _f(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
-
-
-def _p(x: float) -> str:
-    return "—" if math.isnan(x) else ("<0.001" if x < 0.001 else f"{x:.3f}")
+def outcome_text(o: Outcome) -> str:
+    """An outcome in the verdict table: a decided one in bold."""
+    return o.words if o is Outcome.INCONCLUSIVE else f"**{o.words}**"
 
 
 def verdict_rule(r: AblationResult) -> str:
     level = (1 - r.confidence) / 2
     return (f"**Verdict rule (non-inferiority).** A variant *ships* only when, for every gated "
-            f"metric, the worse-side bound of the {r.confidence:.0%} cluster-bootstrap CI of its "
+            f"metric, the worse-side bound of the {percent(r.confidence)} cluster-bootstrap CI of its "
             "paired difference with the control lies within the metric's margin (a one-sided "
-            f"test at {level:.1%} per metric; all must pass, so no multiplicity penalty), it has "
+            f"test at {percent(level)} per metric; all must pass, so no multiplicity penalty), it has "
             "no more errored cases than the control, and it passes at least one case. It is "
             "*not shipped* when a gated metric is worse beyond its margin with that confidence, "
             "or it errors more. Otherwise it is *inconclusive*: \"not significantly worse\" is "
@@ -38,8 +32,8 @@ def gated_deltas(r: AblationResult, variant: str) -> str:
     """A variant's gated differences with their CIs and worse-side margins
     (errors are counted, not estimated: the "why" column says when they stop it)."""
     return "; ".join(
-        f"{display_name(c.metric)} {c.delta:+.3g} [{c.ci_low:+.3g}, {c.ci_high:+.3g}] "
-        f"(margin {worse_margin(c.metric, c.margin)})"
+        f"{display_name(c.metric)} {interval(c.delta, c.ci_low, c.ci_high)} "
+        f"(margin: {margin_text(c.margin)})"
         for c in r.comparisons
         if c.variant == variant and c.metric in r.gated and c.metric != ERROR_METRIC)
 
@@ -50,7 +44,7 @@ def verdict_lines(r: AblationResult) -> list[str]:
              "|---|---|---|---|---|"]
     for v, vv in sorted(r.verdicts.items()):
         need = f"≈ {vv.n_needed} cases × {vv.n_repeats} repeats" if vv.n_needed else ""
-        lines.append(f"| {v} | {OUTCOME_TEXT[vv.outcome]} | {gated_deltas(r, v)} | "
+        lines.append(f"| {v} | {outcome_text(vv.outcome)} | {gated_deltas(r, v)} | "
                      f"{'; '.join(vv.reasons)} | {need} |")
     return lines
 
@@ -75,42 +69,33 @@ def ablation_markdown(r: AblationResult, plots: list[str] | None = None) -> str:
         lines += ["", *r.ranking.markdown()]
     insensitive = r.insensitive()
     if insensitive:
-        lines += ["", "**Insensitive here:** " + ", ".join(insensitive) + " cannot separate the "
-                  "oracle scorer from the random one on this suite; a verdict on them says little."]
+        lines += ["", "**Insensitive here:** " + ", ".join(map(display_name, insensitive))
+                  + " cannot separate the oracle scorer from the random one on this suite; a "
+                  "verdict on them says little."]
     lines += [f"- note: {n}" for n in r.notes]
     lines += ["", "Differences are variant − control on paired cases (same case, same repeat seed; "
-              "pairs where either side errored are left out, errors are gated by count). "
+              "pairs where either side errored are left out, errors are gated by count). Both means "
+              "of a row are on those same pairs: the variant's own cases, which may be fewer than "
+              "the control ran (a sequential study stops a variant early). "
               f"p: sign-flip permutation test on per-case mean differences, adjusted with "
-              f"{'Holm' if r.correction == 'holm' else 'Benjamini–Hochberg'} across variants; dz: "
-              "mean / sd of per-case differences. They describe; the verdict rule above decides."]
+              f"{'Holm' if r.correction == 'holm' else 'Benjamini–Hochberg'} across variants; "
+              "p Wilcoxon: signed-rank test on the same differences, unadjusted; dz: mean / sd of "
+              "per-case differences. They describe; the verdict rule above decides."]
     for metric in r.metrics:
         rows = r.table(metric)
         if not rows:
             continue
         ms = spec(metric)
-        cm, cs = r.control_summary.get(metric, (math.nan, math.nan))
         gate = " — gated" if metric in r.gated else ""
-        lines += ["", f"## {display_name(metric)} ({ms.arrow()}, {ms.unit}){gate}", "",
+        lines += ["", f"## {named(metric)}: {ms.arrow()}, {ms.unit}{gate}", "",
                   f"{ms.meaning}.", "",
-                  "| variant | mean ± sd (repeats) | Δ vs control [CI] | margin | call | p | p adj "
-                  "| dz | cases × repeats (pairs) | reading |",
-                  "|---|---|---|---|---|---|---|---|---|---|",
-                  f"| {r.control} (control) | {_f(cm)} ± {_f(cs)} | | | | | | | | |"]
-        for c in rows:
-            sprt = f" (SPRT: {c.sprt})" if c.sprt else ""
-            call = c.call.value if c.call else ""
-            if c.n_needed:
-                call += f" (≈{c.n_needed} cases)"
-            lines.append(
-                f"| {c.variant} | {_f(c.mean)} ± {_f(c.sd)} | {c.delta:+.4f} [{c.ci_low:+.4f}, "
-                f"{c.ci_high:+.4f}] | {_f(c.margin, 3)} | {call} | {_p(c.p_perm)} | "
-                f"{_p(c.p_adjusted)} | {_f(c.dz, 2)} | {c.n_cases} × {c.n_repeats} ({c.n_pairs}) | "
-                f"{c.verdict.value}{sprt} |")
+                  "| " + " | ".join(headers()) + " |", "|" + "---|" * len(headers())]
+        lines += ["| " + " | ".join(cells(c)) + " |" for c in rows]
     if r.sensitivity:
         lines += ["", "## Sensitivity (oracle vs random on this suite)", "",
                   "| metric | oracle − random (better side) | per-case SDs | sensitive |",
                   "|---|---|---|---|"]
-        lines += [f"| {display_name(m)} | {s.gap:+.4f} | {s.separation:.2f} | "
+        lines += [f"| {display_name(m)} | {signed(s.gap)} | {num(s.separation)} | "
                   f"{'yes' if s.sensitive else '**no — insensitive here**'} |"
                   for m, s in r.sensitivity.items()]
     if plots:

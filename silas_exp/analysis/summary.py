@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from silas_exp.metrics.names import labelled
+from silas_exp.metrics.numbers import num
 from silas_exp.records import sweep_job_results
 
 HEADLINE = (
@@ -21,7 +22,8 @@ HEADLINE = (
     "context.tokens_per_served_need",
     "probe.overall",
     "summary.pass_rate",
-    "llm.cost_usd",
+    "llm.cost_usd",  # real spend, or
+    "llm.cost_usd_simulated",  # what a simulated run's calls would have cost
 )
 
 
@@ -47,13 +49,15 @@ def _fmt(values: Sequence[float]) -> str:
         return "—"
     mean = float(np.mean(vals))
     if len(vals) < 2:
-        return f"{mean:.3f}"
-    return f"{mean:.3f} ± {float(np.std(vals, ddof=1)):.3f}"
+        return num(mean)
+    return f"{num(mean)} ± {num(float(np.std(vals, ddof=1)))}"
 
 
 def variant_table(records: Sequence[JobRecord], metrics: Sequence[str] = HEADLINE) -> str:
     """Markdown table: variant | n | metric (mean ± sd over repeats) ...; in a
-    sequential study over blocks of cases, over its jobs (blocks × repeats)."""
+    sequential study over blocks of cases, over its jobs (blocks × repeats).
+    Each variant over its own cases: a sweep with an ablation prints the
+    paired table instead (``analysis.pipeline.paired_table``)."""
     by_variant: dict[str, list[JobRecord]] = defaultdict(list)
     for r in records:
         by_variant[r.variant].append(r)

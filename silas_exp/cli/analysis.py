@@ -68,11 +68,9 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any
 
 
 def cmd_ablation(args) -> int:
-    from silas_exp.analysis.ablation import ablation
-    from silas_exp.analysis.data import load_baseline, load_sweep_dir
-    from silas_exp.analysis.plots import ablation_plots
-    from silas_exp.analysis.report import ablation_markdown
     from silas_exp.study.state import AdaptiveState, read_as_decided
+    from silas_exp.analysis.data import load_baseline, load_sweep_dir
+    from silas_exp.analysis.pipeline import report_ablation
 
     settings = ablation_settings(args)
     suite_dir = Path(args.suite_dir) if args.suite_dir else None
@@ -85,18 +83,14 @@ def cmd_ablation(args) -> int:
     own, notes = None, []
     if args.confidence is None:  # a sequential study: read as it decided, look by look
         settings, own, notes = read_as_decided(state, settings)
-    result = ablation(data, settings, metrics=args.metrics, use_sprt=args.sprt, mde=args.mde,
-                      confidence_of=own)
-    result.notes += notes
     out = Path(args.out or f"ablation-{data.sweep_id}")
-    plots = ablation_plots(result, data, out)
-    md = ablation_markdown(result, [p.name for p in plots])
-    (out / "ablation.md").write_text(md)
-    print(md)
-    print(f"written: {out / 'ablation.md'} and {len(plots)} plot(s)")
+    report = report_ablation(data, out, settings, plot_dir="", metrics=args.metrics,
+                             use_sprt=args.sprt, mde=args.mde, confidence_of=own, notes=notes)
+    print(report.markdown)
+    print(f"written: {report.path}, {out / 'ablation.html'} and {len(report.plots)} plot(s)")
     if parent is not None and args.log:
         reader = _reader(args)
-        for path in [out / "ablation.md", *plots]:
+        for path in [report.path, out / "ablation.html", *report.plots]:
             reader.log_artifact(parent.info.run_id, path, "ablation")
     return 0
 

@@ -208,9 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from silas_exp.cli.analysis import register  # analysis subcommands
     from silas_exp.cli.plugins import register as register_plugins
+    from silas_exp.cli.ui import register as register_ui
 
     register(sub, default_uri)
     register_plugins(sub)
+    register_ui(sub, default_uri)
     return parser
 
 

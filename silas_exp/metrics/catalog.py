@@ -21,7 +21,8 @@ def _m(key, direction, unit, meaning, **kw) -> None:
 
 # -- context quality (§19.5), per replay case ---------------------------------
 _m("context.retrieval_relevance", "higher", "share 0-1",
-   "grade-weighted share of later needs served from the window", gate=R, margin=0.02)
+   "grade-weighted share of later needs served from the window", gate=R, margin=0.02,
+   name="retrieval relevance")
 _m("context.needed_served_rate", "higher", "share 0-1",
    "share of needed items (grade >= 1) present when needed", report=R)
 _m("context.task_completion_rate", "higher", "share 0-1",
@@ -29,7 +30,7 @@ _m("context.task_completion_rate", "higher", "share 0-1",
 _m("context.mean_window_tokens", "lower", "tokens", "mean window usage over turns")
 _m("context.tokens_per_served_need", "lower", "tokens",
    "window tokens held per need served (token efficiency)", gate=R, margin=0.05,
-   margin_kind="relative")
+   margin_kind="relative", name="tokens per served need")
 _m("context.completion_per_1k_tokens", "higher", "per 1k tokens",
    "task completion rate per 1000 window tokens")
 _m("context.re_retrievals", "lower", "count", "evicted or masked items fetched back", report=R)
@@ -51,7 +52,8 @@ for k in (5, 10):
 # -- exclusion prediction and keep-backs (§19.4-19.5) ---------------------------
 _m("feedback.exclusion_auc", "higher", "AUC 0-1",
    "exclusion prediction: AUC of the scorer's relevance for the main model's keep-backs, on "
-   "the control's flush proposals shared by every variant", report=R, margin=0.02)
+   "the control's flush proposals shared by every variant", report=R, margin=0.02,
+   name="exclusion AUC")
 _m("feedback.exclusion_rate", "lower", "share 0-1",
    "share of proposed candidates the main model kept back (fewer = better proposals)",
    report=R, margin=0.02)
@@ -73,13 +75,14 @@ _m("tier2.hard_ceiling_overrides", "lower", "count",
 # -- §20.2 case outcomes ---------------------------------------------------------
 _m("summary.pass", "higher", "share 0-1",
    "case passed its expected mode (errors count as not passed, skipped cases not at all)",
-   gate=BOTH, margin=0.05)
+   gate=BOTH, margin=0.05, name="pass rate")
 _m("summary.error", "lower", "share 0-1",
    "case ended in error or timeout; a variant with more errors than the control never ships",
-   gate=BOTH, margin=0.0)
-_m("summary.pass_rate", "higher", "share 0-1", "passed / judged cases of the run", per_case=False)
+   gate=BOTH, margin=0.0, name="error rate")
+_m("summary.pass_rate", "higher", "share 0-1", "passed / judged cases of the run", per_case=False,
+   name="pass rate")
 _m("summary.error_rate", "lower", "share 0-1", "errored or timed-out cases / cases",
-   per_case=False)
+   per_case=False, name="error rate")
 _m("summary.skipped", "none", "count", "cases skipped (no applicable metric, awaiting a human "
    "label)", per_case=False)
 _m("summary.cases", "none", "count", "cases run", per_case=False)
@@ -93,7 +96,7 @@ _m("llm_judge_score", "higher", "0-1", "a case's judge score (BenchmarkResult.ll
 
 # -- compression probes and the judge (seed 004) ------------------------------
 _m("probe.overall", "higher", "score 0-5", "unweighted mean of the six rubric dimensions",
-   gate=P, margin=0.25)
+   gate=P, margin=0.25, name="probe score")
 for dim in ("accuracy", "context_awareness", "artifact_trail", "completeness", "continuity",
             "instruction_following"):
     _m(f"probe.dim.{dim}", "higher", "score 0-5", f"rubric dimension {dim.replace('_', ' ')}",
@@ -124,7 +127,11 @@ for name, meaning in (("calls", "model calls"), ("errors", "failed model calls")
                       ("cache_write_tokens", "prompt-cache write tokens"),
                       ("cost_usd", "spend in USD")):
     _m(f"llm.{name}", "none" if name in ("calls", "cache_hits") else "lower",
-       "usd" if name == "cost_usd" else ("tokens" if "tokens" in name else "count"), meaning)
+       "usd" if name == "cost_usd" else ("tokens" if "tokens" in name else "count"), meaning,
+       **({"name": "LLM spend"} if name == "cost_usd" else {}))
+_m("llm.cost_usd_simulated", "lower", "usd (simulated)",
+   "what a simulated run's calls would have cost at the named models' prices; nothing was spent "
+   "(real spend is llm.cost_usd, never mixed with it)", name="LLM cost, simulated")
 _m("llm.calls.*", "none", "count", "model calls of one task", per_case=False)
 _m("llm.errors.*", "lower", "count", "failed model calls by reason", per_case=False)
 for name, unit, meaning in (("calls", "count", "model calls"), ("retries", "count", "retries"),
@@ -135,6 +142,9 @@ for name, unit, meaning in (("calls", "count", "model calls"), ("retries", "coun
        f"{meaning} made only to measure (calibration and the control's reference replays), by "
        "whichever job of the process made them first; not part of the variant's llm.*",
        per_case=False)
+_m("llm.overhead.cost_usd_simulated", "none", "usd (simulated)",
+   "llm.overhead.cost_usd of a simulated run: what those calls would have cost; nothing was spent",
+   per_case=False)
 
 # -- calibration ------------------------------------------------------------------
 _m("calibration.candidates", "none", "count", "feedback candidates the calibration fit used",

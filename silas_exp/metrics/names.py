@@ -1,5 +1,5 @@
-"""Canonical metric keys: one function builds every key so MLflow, reports and
-regression checks agree. MLflow names must match ``^[/\\w.\\- ]*$`` (no "@")."""
+"""Canonical metric keys and the names they are read by: one function builds
+every key so MLflow, reports and regression checks agree; one gives its name. MLflow names must match ``^[/\\w.\\- ]*$`` (no "@")."""
 
 from __future__ import annotations
 
@@ -18,9 +18,21 @@ def metric_key(family: str, name: str, k: int | None = None) -> str:
 
 
 def display_name(key: str) -> str:
-    """"ir.ndcg_at_10" -> "nDCG@10"; other keys are shown as they are."""
+    """The name a metric is read by: its spec's ``name`` ("retrieval relevance"),
+    "nDCG@10" for "ir.ndcg_at_10", else the key itself."""
+    from silas_exp.metrics.registry import find_spec
+
+    found = find_spec(key)
+    if found is not None and found.name and found.key == key:
+        return found.name
     m = re.match(r"^ir\.(ndcg|mrr|recall)_at_(\d+)$", key)
     return f"{_DISPLAY[m.group(1)]}@{m.group(2)}" if m else key
+
+
+def named(key: str) -> str:
+    """The display name with the key, where both must be found: "nDCG@10 (`ir.ndcg_at_10`)"."""
+    name = display_name(key)
+    return name if name == key else f"{name} (`{key}`)"
 
 
 
@@ -31,3 +43,17 @@ def labelled(key: str) -> str:
     found = find_spec(key)
     arrow = {"higher": " ↑", "lower": " ↓"}.get(found.direction if found else "", "")
     return display_name(key) + arrow
+
+
+COST_KEYS = ("llm.cost_usd", "llm.overhead.cost_usd")
+SIMULATED = "_simulated"
+
+
+def labelled_cost(metrics: dict[str, float], simulated: bool) -> dict[str, float]:
+    """A simulated backend spends nothing: what its calls would have cost at the
+    named models' prices is ``llm.cost_usd_simulated`` (and
+    ``llm.overhead.cost_usd_simulated``), never ``llm.cost_usd``, which is only
+    real spend. The one place those keys are chosen."""
+    if not simulated:
+        return metrics
+    return {(k + SIMULATED if k in COST_KEYS else k): v for k, v in metrics.items()}

@@ -30,6 +30,9 @@ class MetricSpec:
     margin: float | None = None
     margin_kind: MarginKind = "absolute"
     per_case: bool = True  # has a value per case (can be paired), else run-level only
+    # what people read in reports and the console ("retrieval relevance"); the key stays the
+    # identity in MLflow and in config. Empty: metrics.names derives it (nDCG@10) or shows the key
+    name: str = ""
 
     def __post_init__(self) -> None:
         if not _KEY.match(self.key):

@@ -13,6 +13,8 @@ import traceback
 from pathlib import Path
 
 from silas_exp.config import ExperimentConfig
+from silas_exp.metrics.names import COST_KEYS, SIMULATED, display_name
+from silas_exp.metrics.numbers import num
 from silas_exp.records import RESULT_FILE, SweepManifest
 from silas_exp.run.failures import console_lines as failure_lines
 from silas_exp.run.job import JobOutcome, JobSpec
@@ -71,12 +73,13 @@ def skipped(label: str, run_id: str) -> None:
 
 def spend(metrics: dict[str, float]) -> tuple[float, float, float]:
     """(calls, tokens, USD) a job's model calls came to: its own and those it
-    made only to measure (``llm.overhead.*``), which a real run pays for too."""
+    made only to measure (``llm.overhead.*``), which a real run pays for too.
+    A job is real or simulated as a whole: its cost is one or the other."""
     m = metrics
     return (m.get("llm.calls", 0.0) + m.get("llm.overhead.calls", 0.0),
             m.get("llm.input_tokens", 0.0) + m.get("llm.output_tokens", 0.0)
             + m.get("llm.overhead.tokens", 0.0),
-            m.get("llm.cost_usd", 0.0) + m.get("llm.overhead.cost_usd", 0.0))
+            sum(m.get(k, 0.0) + m.get(k + SIMULATED, 0.0) for k in COST_KEYS))
 
 
 def dry_run(label: str, cfg: ExperimentConfig, metrics: dict[str, float]) -> None:
@@ -98,7 +101,7 @@ def job_done(label: str, cfg: ExperimentConfig, outcome: JobOutcome, seconds: fl
         note = progress_note(out_dir.parent, manifest.jobs_total, manifest.started_at, time.time())
         progress = f" [{note}]"
     print(f"{label}: {outcome.cases} cases, pass {outcome.run.summary.pass_rate:.0%}, "
-          f"{cfg.metrics.optimize}={value:.3f} ({seconds:.1f}s){progress} -> {out_dir}", flush=True)
+          f"{display_name(cfg.metrics.optimize)} {num(value)} ({seconds:.1f}s){progress} -> {out_dir}", flush=True)
     for line in failure_lines(label, outcome.failures, verbose()):  # why cases errored, by cause
         print(line, flush=True)
     if outcome.metrics.get("probe.empty_summaries", 0) > 0:

@@ -41,6 +41,7 @@ from silas_exp.llm import LLMClient, build_client
 from silas_exp.llm.accounting import Accounting
 from silas_exp.metrics.classification import roc_auc
 from silas_exp.metrics.context import case_metrics
+from silas_exp.metrics.names import labelled_cost
 from silas_exp.metrics.plugins import METRICS, case_metric_functions
 from silas_exp.metrics.registry import undeclared
 from silas_exp.probes.judge import JUDGES, build_judge
@@ -337,8 +338,10 @@ class _CaseRunner:
             status, error = judge_case(case, metrics, output, latency, tokens,
                                        self.loaded.human_labels.get(case.case_id))
         if self.llm.backend_name != "simulated" or spent.errors:
-            metrics = {**metrics, "llm.calls": float(spent.calls), "llm.errors": float(spent.errors),
-                       "llm.cache_hits": float(spent.cache_hits), "llm.cost_usd": spent.cost_usd}
+            metrics = {**metrics, **labelled_cost(
+                {"llm.calls": float(spent.calls), "llm.errors": float(spent.errors),
+                 "llm.cache_hits": float(spent.cache_hits), "llm.cost_usd": spent.cost_usd},
+                self.llm.backend_name == "simulated")}
         keep_output = case.expected.mode in ("exact", "contains", "human", "llm_judge")
         return BenchmarkResult(
             case_id=case.case_id, status=status, latency_ms=latency, token_cost=tokens,
@@ -401,7 +404,7 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
                             "llm.overhead.tokens": float(overhead.input_tokens + overhead.output_tokens)})
     summary = tally.summary()
     metrics = tally.run_metrics(summary)
-    metrics.update(llm_metrics)
+    metrics.update(labelled_cost(llm_metrics, llm.backend_name == "simulated"))
     if runner.probe_rows:
         (out_dir / PROBE_TABLE).write_text(json.dumps(runner.probe_rows, indent=1))
         metrics.update(run_probe_metrics(runner.probe_rows, cfg.judge))

@@ -25,8 +25,7 @@ if TYPE_CHECKING:  # the analysis imports scipy and matplotlib: only when a swee
     from silas_exp.analysis.parent import ParentReport
 
 SUMMARY_FILE = "summary.md"
-ABLATION_FILE = "ablation.md"
-ABLATION_DIR = "ablation"  # the report's plots
+ABLATION_FILE, ABLATION_DIR = "ablation.md", "ablation"  # as analysis.pipeline writes them
 PARENT_FILES = (SUMMARY_FILE, MANIFEST_FILE, ABLATION_FILE, ADAPTIVE_FILE)  # on the parent run
 
 
@@ -92,7 +91,6 @@ def summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records: Sequence[J
     table = variant_table(records)
     failed = failures(records)
     print(f"\nSweep {manifest.sweep_id if manifest else ''}: {len(records)} job(s) in {sweep_dir}")
-    print(table)
     if failed:
         print(f"\n{len(failed)} job(s) failed:")
         for line in failed:
@@ -103,8 +101,12 @@ def summarise(sweep_dir: Path, cfg: ExperimentConfig | None, records: Sequence[J
     if is_study(sweep_dir):  # a tuning study reports its search and certification instead
         from silas_exp.tune.report import tune_report
 
+        print(table)
         return failed, tune_report(sweep_dir)
-    return failed, write_ablation(sweep_dir, records, cfg)
+    report = write_ablation(sweep_dir, records, cfg)  # with an ablation, it prints paired means
+    if report is None:
+        print(table)
+    return failed, report
 
 
 def dry_run_total(records: Sequence[JobRecord], model_name: str) -> str:
@@ -120,10 +122,7 @@ def prepare() -> None:
     of CPU) ahead of time. The default launcher calls this in the launching
     process while its workers run the jobs (``hydra.launcher.while_waiting``),
     so the report after the last job does not wait for the imports."""
-    import silas_exp.analysis.ablation  # noqa: F401
-    import silas_exp.analysis.html  # noqa: F401
-    import silas_exp.analysis.parent  # noqa: F401
-    import silas_exp.analysis.report  # noqa: F401
+    import silas_exp.analysis.pipeline  # noqa: F401
     from silas_exp.analysis.plots import load_pyplot
 
     load_pyplot()
@@ -150,44 +149,21 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
         if len(variants) == 1 and cfg is not None:
             print(no_control_note(variants.pop(), cfg.analysis.controls))
         return None
-    from silas_exp.analysis.ablation import ablation
     from silas_exp.analysis.data import load_sweep_dir
-    from silas_exp.analysis.decision import decision_sentence
-    from silas_exp.analysis.html import ablation_html
-    from silas_exp.analysis.parent import parent_summary
-    from silas_exp.analysis.plots import ablation_plots
-    from silas_exp.analysis.report import OUTCOME_TEXT, ablation_markdown
+    from silas_exp.analysis.pipeline import console_lines, paired_table, report_ablation
     from silas_exp.run.failures import sweep_markdown
     from silas_exp.study.state import AdaptiveState, read_as_decided
 
     try:
         data = load_sweep_dir(sweep_dir, Path(cfg.suite.path) if cfg else None)
-        settings = cfg.analysis if cfg else None
         # each variant read at the confidence of the look it stopped at
-        settings, own, notes = read_as_decided(AdaptiveState.read(sweep_dir), settings)
-        result = ablation(data, settings, confidence_of=own)
-        result.notes += notes
-        plots = ablation_plots(result, data, sweep_dir / ABLATION_DIR)
-        md = ablation_markdown(result, [f"{ABLATION_DIR}/{p.name}" for p in plots])
-        md += sweep_markdown(sweep_dir)  # case errors by cause, the kind to blame named
-        (sweep_dir / ABLATION_FILE).write_text(md)
-        (sweep_dir / "ablation.html").write_text(ablation_html(result, plots))
-        report = parent_summary(result, data.swept_keys, data.added_control)
-        print(f"\nAblation vs {result.control} ({result.control_reason}):")
-        print(f"  {decision_sentence(result, result.ranking)}")
-        for variant, vv in sorted(result.verdicts.items()):
-            need = f" (≈ {vv.n_needed} cases to decide)" if vv.n_needed else ""
-            print(f"  {variant}: {OUTCOME_TEXT[vv.outcome].strip('*')} — "
-                  f"{'; '.join(vv.reasons)}{need}")
-        for metric in result.insensitive():
-            print(f"  note: {metric} cannot separate oracle from random on this suite "
-                  "(insensitive here)")
-        if result.sensitivity and {"scorer=oracle", "scorer=random"} <= set(data.variants()):
-            print(f"  sensitivity of the gated metrics is in the report; keep it for later "
-                  f"ablations on this suite:\n    silas-exp sensitivity {sweep_dir} "
-                  f"--suite-dir {cfg.suite.path if cfg else '<suite folder>'}")
-        print(f"  report: {sweep_dir / ABLATION_FILE}")
-        return report
+        settings, own, notes = read_as_decided(AdaptiveState.read(sweep_dir),
+                                               cfg.analysis if cfg else None)
+        report = report_ablation(data, sweep_dir, settings, confidence_of=own, notes=notes,
+                                 appendix=sweep_markdown(sweep_dir))  # case errors by cause
+        (sweep_dir / SUMMARY_FILE).write_text(paired_table(report.result) + "\n")
+        print("\n".join(console_lines(report, data, cfg.suite.path if cfg else None)))
+        return report.parent
     except SilasExpError as exc:
         print(f"(no ablation report: {exc})")
         return None

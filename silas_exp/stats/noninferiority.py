@@ -29,6 +29,11 @@ class Outcome(StrEnum):
     DO_NOT_SHIP = "do_not_ship"
     INCONCLUSIVE = "inconclusive"
 
+    @property
+    def words(self) -> str:
+        """What people read ("do not ship"); the value is the token tags and records keep."""
+        return self.value.replace("_", " ")
+
 
 class MetricCall(StrEnum):
     NONINFERIOR = "non-inferior"

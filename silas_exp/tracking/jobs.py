@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from silas_exp.metrics.names import display_name
+from silas_exp.metrics.numbers import num
 from silas_exp.records import CASES_FILE, PROBE_TABLE, RESULT_FILE, SweepEnd, SweepManifest
 from silas_exp.tracking.parent import close_parent
 from silas_exp.tracking.payload import (
@@ -259,11 +261,12 @@ def outcome_line(metrics: dict[str, float], payload: dict[str, Any]) -> str:
     if "summary.pass_rate" in metrics:
         parts.append(f"pass rate {metrics['summary.pass_rate']:.0%}")
     if optimize and optimize in metrics:
-        parts.append(f"`{optimize}` = {metrics[optimize]:.4f}")
-    if metrics.get("llm.cost_usd") and payload.get("simulated"):
+        parts.append(f"{display_name(optimize)} (`{optimize}`) {num(metrics[optimize])}")
+    if metrics.get("llm.cost_usd_simulated"):
         models = ", ".join(f"`{m}`" for m in payload.get("priced_as", [])) or "the named models'"
-        parts.append(f"LLM cost ${metrics['llm.cost_usd']:.4f}, an estimate at {models} prices "
+        parts.append(f"simulated LLM cost ${num(metrics['llm.cost_usd_simulated'])} "
+                     f"(`llm.cost_usd_simulated`), an estimate at {models} prices "
                      "(simulated answers: nothing was spent)")
-    elif metrics.get("llm.cost_usd"):
-        parts.append(f"LLM cost ${metrics['llm.cost_usd']:.4f}")
+    if metrics.get("llm.cost_usd"):
+        parts.append(f"LLM spend ${num(metrics['llm.cost_usd'])}")
     return "Result: " + ", ".join(parts) + "." if parts else "No result."

@@ -223,7 +223,8 @@ class MlflowStore:
 
     def log_dataset(self, run_id: str, dataset: Mapping[str, Any]) -> None:
         """A suite as the run's dataset input (Dataset column, ``dataset.name`` filters):
-        MLflow's MetaDataset with a file-system source, version and case count as profile."""
+        MLflow's MetaDataset with a file-system source, version and case count as profile,
+        without an ``evaluation`` context, so the job stays a "Model training" run."""
         from mlflow.data.meta_dataset import MetaDataset
         from mlflow.data.sources import LocalArtifactDatasetSource
 
@@ -233,8 +234,9 @@ class MlflowStore:
         entity = Dataset(name=d["name"], digest=d["digest"], source_type=d["source_type"],
                          source=d["source"],
                          profile=json.dumps({"version": dataset["version"], "cases": dataset["cases"]}))
-        inp = DatasetInput(entity, tags=[InputTag("mlflow.data.context", "evaluation"),
-                                         InputTag("silas.suite_version", dataset["version"])])
+        # no mlflow.data.context=evaluation: MLflow 3.17's UI lists such runs as GenAI "Eval" runs
+        # and leaves the runs table for its evaluation view when one is clicked
+        inp = DatasetInput(entity, tags=[InputTag("silas.suite_version", dataset["version"])])
         self._lock.run(self.client.log_inputs, run_id, datasets=[inp])
 
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:

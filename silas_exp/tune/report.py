@@ -11,9 +11,9 @@ import math
 import warnings
 from pathlib import Path
 
-from silas_exp.analysis.ablation import AblationResult
 from silas_exp.analysis.data import SweepData
 from silas_exp.analysis.parent import ParentReport
+from silas_exp.analysis.result import AblationResult
 from silas_exp.metrics.names import display_name
 from silas_exp.tune import certify as cert
 from silas_exp.tune.record import SPLIT_FILE, TUNE_FILE, TuneRecord, read_tune
@@ -21,19 +21,16 @@ from silas_exp.tune.space import as_run
 
 TUNE_MD = "tune.md"
 PLOTS_DIR = "tune"
-ABLATION_MD, ABLATION_DIR = "ablation.md", "ablation"  # as every sweep's (run.sweep_end)
+ABLATION_MD = "ablation.md"  # as every sweep's (analysis.pipeline)
 
 
 def certification_files(sweep_dir: Path, record: TuneRecord, result: AblationResult,
                         data: SweepData) -> None:
     """The certification's ablation report, and a ready option for each
     candidate that ships (nothing is written for one that does not)."""
-    from silas_exp.analysis.plots import ablation_plots
-    from silas_exp.analysis.report import ablation_markdown
+    from silas_exp.analysis.pipeline import report_ablation
 
-    plots = ablation_plots(result, data, sweep_dir / ABLATION_DIR)
-    (sweep_dir / ABLATION_MD).write_text(ablation_markdown(
-        result, [f"{ABLATION_DIR}/{p.name}" for p in plots]))
+    report_ablation(data, sweep_dir, result=result)
     certification = record.certification
     for i, candidate in enumerate(certification.candidates if certification else []):
         if not cert.ships(candidate):

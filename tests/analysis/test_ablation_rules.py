@@ -132,7 +132,7 @@ def test_parent_summary_and_html_carry_the_verdicts(tmp_path):
     worse = [q - 0.1 for q in BASE]
     res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=worse": worse}))
     summary = parent_summary(res)
-    assert summary.tags["silas.verdict.scorer_worse"] == "do_not_ship"
+    assert summary.tags["silas.verdict.worse"] == "do_not_ship"  # as in delta.worse.<metric>
     key = "delta.worse.context.retrieval_relevance"
     assert summary.metrics[key] == pytest.approx(-0.1, abs=0.01)
     [table] = summary.tables.values()
@@ -142,11 +142,12 @@ def test_parent_summary_and_html_carry_the_verdicts(tmp_path):
     assert "| scorer=worse | **do not ship** |" in summary.description
     first = summary.description.splitlines()[0]
     assert first.startswith("**No variant may ship: scorer=worse is blocked by")
-    assert re.search(r"context\.retrieval_relevance −0\.(1|09\d) beyond 0\.02", first), first
-    assert summary.tags["mlflow.runName"].endswith("· 0 ship · 1 do not ship · 0 inconclusive")
+    assert re.search(r"retrieval relevance −0\.(1\d*|09\d+) \(margin: worse by at most 0\.02\)",
+                     first), first
+    assert summary.tags["mlflow.runName"].startswith("0 ship · 1 do not ship · 0 inconclusive · ")
     assert safe_name("scorer=a,eviction=b") == "scorer_a.eviction_b"
     page = ablation_html(res, [])
-    assert "do_not_ship" in page and "<table>" in page and "Verdict rule" in page
+    assert "do not ship" in page and "<table>" in page and "Verdict rule" in page
 
 
 def test_a_variant_can_be_read_at_a_confidence_of_its_own():

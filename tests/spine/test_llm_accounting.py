@@ -31,7 +31,9 @@ def test_measurement_calls_are_overhead_not_the_variants_own(compose, tmp_path, 
     cold, cold_cases = _run(compose, tmp_path / "cold", "scorer=weights")  # fits, replays the control
     warm, warm_cases = _run(compose, tmp_path / "warm", "scorer=weights")  # both held in the process
     assert cold["llm.overhead.calls"] > 0 and warm["llm.overhead.calls"] == 0
-    assert cold["llm.overhead.cost_usd"] > 0 and warm["llm.overhead.cost_usd"] == 0
+    # the simulated backend spends nothing: its cost is labelled as simulated
+    assert cold["llm.overhead.cost_usd_simulated"] > 0
+    assert warm["llm.overhead.cost_usd_simulated"] == 0 and "llm.overhead.cost_usd" not in cold
     own = sorted(k for k in cold if k.startswith("llm.") and not k.startswith("llm.overhead."))
     assert own and {k: cold[k] for k in own} == {k: warm[k] for k in own}
     assert cold["llm.calls"] > 0 and cold_cases == warm_cases

@@ -78,6 +78,8 @@ def test_standard_fields_dataset_and_few_params(swept):
         [inp] = c.inputs.dataset_inputs
         assert inp.dataset.name == "smoke" and len(inp.dataset.digest) == 12
         assert json.loads(inp.dataset.source)["uri"] == "suites/smoke"  # relative to the project
+        # lineage kept, and no "evaluation" context: the UI keeps the job a Model training run
+        assert {t.key: t.value for t in inp.tags}.get("mlflow.data.context") != "evaluation"
         assert json.loads(inp.dataset.profile) == {"version": "1.0.0", "cases": 4}
         assert {t.key: t.value for t in inp.tags}["silas.suite_version"] == "1.0.0"
     digests = {c.inputs.dataset_inputs[0].dataset.digest for c in _children(runs)}
@@ -153,7 +155,7 @@ def test_parent_run_tells_the_result(swept):
     _, client, _, runs = swept
     [parent] = [r for r in runs if r.data.tags.get("silas.kind") == "sweep"]
     tags, metrics, params = parent.data.tags, parent.data.metrics, parent.data.params
-    assert tags["silas.verdict.scorer_weights"] in ("ship", "do_not_ship", "inconclusive")
+    assert tags["silas.verdict.weights"] in ("ship", "do_not_ship", "inconclusive")
     assert tags["silas.control"] == "scorer=heuristic"
     note = tags["mlflow.note.content"]
     assert "| scorer=weights |" in note and "Verdict rule (non-inferiority)" in note

@@ -63,9 +63,9 @@ def test_parent_description_opens_with_the_decision(readme):
         assert first.startswith("**No variant may ship")
     assert "| variant | verdict | gated Δ vs control [CI] (margin) | why | to decide |" in note
     counts = {o: list(verdicts.values()).count(o) for o in ("ship", "do_not_ship", "inconclusive")}
-    assert parent.info.run_name.endswith(
-        f"· {counts['ship']} ship · {counts['do_not_ship']} do not ship · "
-        f"{counts['inconclusive']} inconclusive")
+    assert parent.info.run_name.startswith(  # first, so the runs table does not cut them
+        f"{counts['ship']} ship · {counts['do_not_ship']} do not ship · "
+        f"{counts['inconclusive']} inconclusive · sweep-")
 
 
 def test_parent_keeps_few_metrics_and_one_statistics_table(readme):
@@ -93,7 +93,7 @@ def test_children_have_short_names_and_few_params(readme):
         assert params["scorer.name"] == c.data.tags["silas.scorer"]
         assert params["suite.name"] == "smoke" and params["repeats"] == "2"
         note = c.data.tags["mlflow.note.content"]
-        assert "LLM cost $" in note and "an estimate at `claude-" in note
+        assert "simulated LLM cost $" in note and "an estimate at `claude-" in note
         assert "nothing was spent" in note
 
 

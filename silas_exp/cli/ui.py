@@ -1,0 +1,150 @@
+"""``silas-exp ui``: the MLflow UI on the store the last sweep used (or the one
+given), opened on that sweep's parent run, where the decision is.
+
+The last sweep is the newest ``sweep.json`` under ``multirun/`` (or
+``--sweep DIR``); its record names its store, experiment and parent run. A
+local store is served with ``mlflow ui`` on 127.0.0.1 until Ctrl-C; a tracking
+server is only linked to."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import webbrowser
+from pathlib import Path
+
+from silas_exp.errors import ConfigError, SilasExpError
+
+HEALTH_TIMEOUT_S = 240.0  # mlflow ui answers after ~9 s idle, 80 s on a busy 2-core machine
+
+
+def last_sweep(root: Path) -> Path | None:
+    """The sweep folder under ``root/multirun`` whose record was written last."""
+    found = sorted(root.glob("multirun/*/*/sweep.json"), key=lambda p: p.stat().st_mtime)
+    return found[-1].parent if found else None
+
+
+def _newest_parent(uri: str) -> tuple[str, str] | None:
+    """(experiment id, run id) of the newest sweep parent run in the store."""
+    from silas_exp.tracking.reader import Reader
+
+    reader = Reader(uri)
+    best = None
+    for exp in reader.experiments():
+        for run in reader.store.search_runs([exp.experiment_id], "tags.`silas.kind` = 'sweep'"):
+            if best is None or run.info.start_time > best.info.start_time:
+                best = run
+    return (best.info.experiment_id, best.info.run_id) if best else None
+
+
+def target(args, default_uri: str) -> tuple[str, str | None, str | None, Path | None]:
+    """(store, experiment id, parent run id, sweep folder) to open."""
+    from silas_exp.records import read_manifest
+
+    root = Path(os.environ.get("SILAS_EXP_ROOT", os.getcwd()))
+    sweep = Path(args.sweep) if args.sweep else last_sweep(root)
+    if args.sweep and not (sweep / "sweep.json").is_file():
+        raise ConfigError(f"--sweep {args.sweep}: no sweep.json there; pass the folder of a "
+                          "silas_exp sweep (multirun/<date>/<time>)")
+    manifest = read_manifest(sweep) if sweep else None
+    uri = args.tracking_uri or (manifest.tracking_uri if manifest else None) or default_uri
+    if manifest and manifest.parent_run_id and uri == manifest.tracking_uri:
+        return uri, manifest.experiment_id, manifest.parent_run_id, sweep
+    found = _newest_parent(uri)
+    return (uri, *found, None) if found else (uri, None, None, None)
+
+
+def page(base: str, experiment_id: str | None, run_id: str | None) -> str:
+    from silas_exp.tracking.payload import ui_path
+
+    return f"{base.rstrip('/')}/" + (ui_path(experiment_id, run_id) if experiment_id else "")
+
+
+def _serve(uri: str, port: int) -> subprocess.Popen:
+    """``mlflow ui`` on the store, on 127.0.0.1 only; returns once it answers."""
+    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
+           "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]  # one user
+    print("serving: " + " ".join(["mlflow", *cmd[3:]]), flush=True)
+    server = subprocess.Popen(cmd, env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"},
+                              stdout=sys.stderr,  # its log; stdout keeps the command's own lines
+                              start_new_session=True)  # its workers stop with it (_stop)
+    try:
+        _wait_healthy(server, port)
+    except BaseException:
+        _stop(server)
+        raise
+    return server
+
+
+def _wait_healthy(server: subprocess.Popen, port: int) -> None:
+    deadline = time.monotonic() + HEALTH_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SilasExpError(f"mlflow ui exited with {server.returncode} (is port {port} "
+                                "taken? pass --port)")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise SilasExpError(f"mlflow ui did not answer on port {port} within {HEALTH_TIMEOUT_S:.0f} s")
+
+
+def _stop(server: subprocess.Popen) -> None:
+    """Stop ``mlflow ui`` and the workers it started (its own process group)."""
+    try:
+        os.killpg(server.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+
+
+def _interrupt(*_) -> None:
+    raise KeyboardInterrupt
+
+
+def cmd_ui(args) -> int:
+    uri, experiment_id, run_id, sweep = target(args, args.default_uri)
+    remote = uri.startswith(("http://", "https://"))
+    url = page(uri if remote else f"http://127.0.0.1:{args.port}", experiment_id, run_id)
+    what = (f"the parent run of sweep {sweep}" if sweep else "the newest sweep's parent run"
+            ) if run_id else "the store (no sweep parent run found in it)"
+    if args.print_only or remote:
+        if not remote:
+            print(f"mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port {args.port}")
+        print(f"{what}: {url}")
+        if remote and args.open:
+            webbrowser.open(url)
+        return 0
+    signal.signal(signal.SIGTERM, _interrupt)  # stopped as by Ctrl-C: the UI stops too
+    server = _serve(uri, args.port)
+    print(f"{what}: {url}\n(Ctrl-C stops the UI)", flush=True)
+    if args.open:
+        webbrowser.open(url)
+    try:
+        server.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        _stop(server)
+    return 0
+
+
+def register(sub, default_uri) -> None:
+    p = sub.add_parser("ui", help="the MLflow UI on the last sweep's store, at its parent run")
+    p.add_argument("--tracking-uri", default=None,
+                   help=f"store to open (default: the one the last sweep used, else "
+                        f"{default_uri()})")
+    p.add_argument("--sweep", help="sweep folder (default: the newest under multirun/)")
+    p.add_argument("--port", type=int, default=5000)
+    p.add_argument("--open", action="store_true", help="also open the page in a browser")
+    p.add_argument("--print-only", action="store_true",
+                   help="print the command and the page, do not serve")
+    p.set_defaults(func=cmd_ui, default_uri=default_uri())
