@@ -58,6 +58,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
 from hydra_plugins.silas_sweeper._compositions import SharedCompositions
+from silas_exp.run.preflight import check_sweep
 
 log = logging.getLogger(__name__)
 CHECKS = ("distinct", "all")
@@ -194,6 +195,7 @@ class SilasSweeper(BasicSweeper):
 
     def sweep(self, arguments: List[str]) -> Any:  # noqa: UP006
         assert self.config is not None
+        check_sweep(self, arguments)  # every job's config and suite, before the first job
         repeats = self.config.get("repeats")
         if isinstance(repeats, int) and repeats < 1:
             from silas_exp.errors import ConfigError
