@@ -72,6 +72,12 @@ def test_a_typo_of_a_known_kind_gets_did_you_mean(tmp_path):
     assert "kind 'tool_reslt' is not a known kind; did you mean 'tool_result'?" in str(err.value)
 
 
+def refused(path) -> str:
+    with pytest.raises(SuiteError) as err:
+        load_suite(path)
+    return str(err.value)
+
+
 def test_a_single_file_suite_reports_every_problem_at_once(tmp_path):
     """suite.json with its own cases: schema and meaning checked together."""
     missing = case("no-mode")
@@ -82,9 +88,7 @@ def test_a_single_file_suite_reports_every_problem_at_once(tmp_path):
         missing,                                                      # missing expected.mode
     ]}
     (tmp_path / "suite.json").write_text(json.dumps(suite))
-    with pytest.raises(SuiteError) as err:
-        load_suite(tmp_path)
-    msg = str(err.value)
+    msg = refused(tmp_path)
     assert "the suite has 3 problems" in msg
     assert "case_id 'twin' appears twice in 'cases'" in msg
     assert "case 'bad-zone': field 'input.context[0] (ctx_id 'u1').zone'" in msg
@@ -95,10 +99,9 @@ def test_a_bad_suite_header_is_reported_with_the_cases_problems(tmp_path):
     suite = {k: v for k, v in SPEC_SUITE.items() if k != "cases"} | {
         "version": "two", "cases": [case("twin"), case("twin")]}
     (tmp_path / "suite.json").write_text(json.dumps(suite))
-    with pytest.raises(SuiteError) as err:
-        load_suite(tmp_path)
-    assert "the suite has 2 problems" in str(err.value)
-    assert "field 'version'" in str(err.value) and "'twin' appears twice" in str(err.value)
+    msg = refused(tmp_path)
+    assert "the suite has 2 problems" in msg
+    assert "field 'version'" in msg and "'twin' appears twice" in msg
 
 
 def nothing_to_replay(case_id: str) -> dict:
