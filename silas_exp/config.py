@@ -138,7 +138,8 @@ class ExperimentConfig(_Strict):
     @classmethod
     def _repeats_positive(cls, v: int | str) -> int | str:
         if v != "auto" and v < 1:
-            raise ValueError("input should be greater than or equal to 1 (or auto)")
+            raise ValueError("a sweep needs at least one repeat per variant: input should be "
+                             "greater than or equal to 1 (or auto)")
         return v
 
     @model_validator(mode="after")

@@ -124,7 +124,8 @@ def pydantic_error_to_config_error(exc: Exception, prefix: str = "", data: Any =
         elif err["type"] == "missing":
             problems.append(f"{key} is required but missing")
         else:
-            problems.append(f"{key} = {value!r}: {err['msg'].lower()}")
+            msg = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{key} = {value!r}: {msg[:1].lower() + msg[1:]}")
     first = exc.errors()[0]
     example_key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(first["loc"]))
     example = f" (e.g. {example_key}=<valid value>)" if example_key else ""
