@@ -35,6 +35,7 @@ from silas_exp.errors import (
 from silas_exp.exits import BAD_INPUT, FAILED, OK, VERBOSE_ENV, Reported
 from silas_exp.run.console import first_report, report
 from silas_exp.run.execute import execute
+from silas_exp.run.exit_policy import after_run
 
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
@@ -46,8 +47,11 @@ def run_task(dcfg: DictConfig) -> float:
     multirun = hc.mode == RunMode.MULTIRUN
     try:
         cfg = validate(OmegaConf.to_container(dcfg, resolve=True))  # type: ignore[arg-type]
-        return execute(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), multirun,
-                       hc.job.num if multirun else 0)
+        value = execute(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), multirun,
+                        hc.job.num if multirun else 0)
+        if not multirun:  # a sweep's case errors count when it ends (run/callback.py)
+            after_run(Path(hc.runtime.output_dir), cfg)
+        return value
     except (ConfigError, SuiteError) as exc:
         if not multirun or first_report(Path(hc.sweep.dir), exc):
             report(exc, "bad input")

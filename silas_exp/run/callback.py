@@ -30,6 +30,7 @@ from silas_exp.errors import SuiteError, SweepFailed, TrackingError
 from silas_exp.exits import Reported
 from silas_exp.records import SweepManifest, remove_sweep_end, write_manifest
 from silas_exp.run.console import SWEEP_TOKEN_ENV, report
+from silas_exp.run.exit_policy import after_sweep
 from silas_exp.run.progress import planned_jobs
 from silas_exp.run.sweep_end import end_of_sweep
 from silas_exp.tracking.jobs import experiment_name
@@ -113,3 +114,4 @@ class SweepCallback(Callback):
         if not outcome.ok:
             raise Reported(SweepFailed(f"{len(outcome.failed)} job(s) failed" if outcome.failed
                                        else "the end-of-sweep summary failed"))
+        after_sweep(sweep_dir, cfg, outcome.end)  # case errors, fail_on: run/exit_policy.py

@@ -28,13 +28,23 @@ def site(tmp_path):
 def test_a_broken_scorer_is_named_on_the_console(tmp_path, site, broken, says):
     done = silas(tmp_path, site, "scorer=keyword", f"scorer.broken={broken}", "tracking=none",
                  "suite=smoke")
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 1, done.stderr[-2000:]  # a crash never passes for a worse variant
     line = next(x for x in done.stdout.splitlines() if "errored:" in x)
     assert "2 case(s) errored: " + SOURCE + " " + says in line
     assert "first: case case-000-coding-heavy, turn " in line
     value = {"raise": "cannot score item ", "nan_score": "scored nan", "over_one": "scored 1.5"}
     assert value[broken] in line
     assert "run with --verbose for the first traceback" in done.stdout
+    last = done.stderr.strip().splitlines()[-1]  # the one-line cause, last on the console
+    assert last.startswith("error: 2 case run(s) errored: " + SOURCE + " " + says), last
+    assert value[broken] in last and "case_errors=ignore" in last
+
+
+def test_case_errors_ignore_exits_0(tmp_path, site):
+    done = silas(tmp_path, site, "scorer=keyword", "scorer.broken=raise", "case_errors=ignore",
+                 "tracking=none", "suite=smoke")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "2 case(s) errored: " in done.stdout
 
 
 def test_verbose_prints_the_first_traceback(tmp_path, site):
@@ -55,7 +65,9 @@ def test_fail_fast_names_the_scorer_and_the_case(tmp_path, site):
 def test_the_sweep_report_counts_errors_per_cause(tmp_path, site):
     done = silas(tmp_path, site, "-m", "scorer=heuristic,keyword", "scorer.broken=over_one",
                  "repeats=2", "tracking=none", "suite=smoke")
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 1, done.stderr[-2000:]  # the sweep completed, its cases errored
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 4 case run(s) in 2 job(s) errored: " + SOURCE), last
     report = (tmp_path / "multirun" / "ablation.md").read_text()
     section = report.split("## Case errors by cause")[1]
     row = next(x for x in section.splitlines() if x.startswith("| scorer.broken=over_one,"))
