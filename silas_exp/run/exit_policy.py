@@ -3,8 +3,9 @@
 * A study that completed exits 0 whatever its verdicts, unless the config
   asks for a gate: ``fail_on=[do_not_ship]`` (or ``[do_not_ship,inconclusive]``)
   exits 1 when a variant got one of those verdicts, for CI.
-* A case that errored — an exception, or a scorer or strategy that broke its
-  contract (``run/failures.py`` counts them per cause) — exits 1 by default,
+* A case that errored from code — an exception, or a scorer or strategy that
+  broke its contract (``run/failures.py`` counts them per cause; a model call
+  that failed for good after its retries is not one) — exits 1 by default,
   with the one-line cause last on the console: a crash in one's code never
   passes for a worse variant. ``case_errors=ignore`` exits 0 instead.
 * Bad input exits 2 before any job (``silas_exp.errors``).
@@ -36,12 +37,15 @@ class CaseErrors(RunError):
 
 
 def case_errors(job_dirs: Iterable[Path]) -> list[tuple[str, dict[str, Any]]]:
-    """(job folder name, cause record) of every cause of case errors, in job order."""
+    """(job folder name, cause record) of every cause of case errors from code,
+    in job order (a model call that failed for good is counted in the job's
+    ``llm.errors`` and ``summary.error_rate``, and is no crash)."""
     out = []
     for folder in job_dirs:
         path = folder / FAILURES_FILE
         if path.is_file():
-            out += [(folder.name, record) for record in json.loads(path.read_text())]
+            out += [(folder.name, record) for record in json.loads(path.read_text())
+                    if record.get("code", True)]
     return out
 
 

@@ -62,3 +62,22 @@ def test_a_bad_gate_is_bad_input(config):
 
     with pytest.raises(ConfigError, match="fail_on"):
         config("fail_on=[ship]")
+
+
+def test_a_model_call_that_failed_for_good_is_no_crash(tmp_path, config):
+    from silas_exp.errors import LLMError, PluginFailure
+    from silas_exp.run.failures import FailureLog, write
+
+    log = FailureLog([])
+    log.add("c1", LLMError("overloaded after 2 retries", reason="overloaded", retries=2))
+    wrapped = PluginFailure("scorer 'x' (built-in) raised LLMError")
+    wrapped.__cause__ = LLMError("timeout", reason="timeout")
+    log.add("c2", wrapped)
+    (tmp_path / "0").mkdir()
+    write(tmp_path / "0", log.records())
+    assert [r["code"] for r in log.records()] == [False, False]
+    after_sweep(tmp_path, config(), END)  # counted in the job, not a crash: exit 0
+    log.add("c3", ZeroDivisionError("division by zero"))
+    write(tmp_path / "0", log.records())
+    with pytest.raises(Reported):
+        after_sweep(tmp_path, config(), END)
