@@ -114,6 +114,10 @@ def _run_hydra(invocation: Invocation) -> int:
         report(exc, "bad input" if exc.exit_code == BAD_INPUT else "run failed")
         return exc.exit_code
     except (HydraException, OmegaConfBaseException) as exc:
+        ours = exc.__cause__
+        if isinstance(ours, SilasExpError):  # a plugin's refusal, wrapped by Hydra's instantiate
+            report(ours, "bad input" if ours.exit_code == BAD_INPUT else "run failed")
+            return ours.exit_code
         if invocation.job_started:
             report(exc, "run failed")
             return FAILED

@@ -94,3 +94,15 @@ def test_sweep_jobs_add_the_control_and_keep_settings_to_their_options(compose):
     assert jobs == [["repeat=0", f"scorer={s}", "seed=1"] for s in ("heuristic", "weights", "prompt")]
     assert sweep_jobs({"repeat": "range(0,auto)"}, ["scorer=weights"], None,
                       {"scorer": "heuristic"}) == [["scorer=weights"]]
+
+
+@pytest.mark.parametrize("override,says", [
+    ("hydra.launcher.n_jobs=-3", "hydra.launcher.n_jobs=-3: give the number of jobs"),
+    ("hydra.sweeper.check=some", "hydra.sweeper.check='some' is not one of"),
+])
+def test_a_launcher_or_sweeper_refusal_is_one_paragraph(tmp_path, override, says):
+    done = silas(tmp_path, None, "-m", "scorer=heuristic,weights", override, "suite=smoke",
+                 "tracking=none")
+    assert done.returncode == 2
+    assert one_paragraph(done.stderr).startswith(f"error: bad input: {says}")
+    no_job_ran(tmp_path, done)
