@@ -106,3 +106,34 @@ def test_a_launcher_or_sweeper_refusal_is_one_paragraph(tmp_path, override, says
     assert done.returncode == 2
     assert one_paragraph(done.stderr).startswith(f"error: bad input: {says}")
     no_job_ran(tmp_path, done)
+
+
+def test_the_tuning_space_is_checked_at_both_ends(tmp_path):
+    """A search dimension whose low end is out of range stops the study before
+    its first trial (the trials Optuna would sample are composed and validated)."""
+    from types import SimpleNamespace
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from silas_exp.run.preflight import check_tune
+    from silas_exp.tune.space import Dimension
+    from tests.conftest import CONF, isolated_overrides
+
+    paths = [o for o in isolated_overrides(tmp_path) if not o.startswith("hydra.")]
+    dims = [Dimension("scorer.l2", SimpleNamespace(low=-3.0, high=200.0), False),
+            Dimension("prompt", SimpleNamespace(choices=["default", "no_guidance"]), True)]
+
+    def job(extra, part, scorer):
+        return [f"scorer={scorer or 'weights'}", *extra, f"suite.split={part}", "experiment=tune",
+                "suite=smoke",
+                *paths]
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        loader = GlobalHydra.instance().hydra.config_loader  # type: ignore[union-attr]
+        master = compose("config", overrides=["suite=smoke", *paths], return_hydra_config=True)
+        with pytest.raises(ConfigError) as err:
+            check_tune(master, loader, job, dims, "heuristic")
+        check_tune(master, loader, job, dims[1:], "heuristic")  # the choices all compose
+    assert "scorer.l2 = -3.0: input should be greater than or equal to 0" in str(err.value)
+    assert "scorer=weights,scorer.l2=-3.0,suite.split=train" in str(err.value)
