@@ -81,3 +81,11 @@ def test_a_model_call_that_failed_for_good_is_no_crash(tmp_path, config):
     write(tmp_path / "0", log.records())
     with pytest.raises(Reported):
         after_sweep(tmp_path, config(), END)
+
+
+def test_the_gate_is_no_part_of_a_variants_name():
+    from silas_exp.variants import swept_keys, variant_name
+
+    cli = ["scorer=heuristic,weights", "fail_on=[do_not_ship,inconclusive]"]
+    job = ["scorer=weights", "fail_on=[do_not_ship,inconclusive]", "case_errors=ignore"]
+    assert variant_name(job, swept_keys(cli, {}), "") == "scorer=weights"
