@@ -107,6 +107,11 @@ class ExperimentConfig(_Strict):
     block: int = Field(default=0, ge=0)  # set per job by the sweeper
     fail_fast: bool = False
     resume: bool = False
+    # the exit status of a run or sweep that completed (README "Exit codes"): a case that
+    # errored (an exception, a broken contract) exits 1 unless case_errors=ignore; verdicts
+    # named in fail_on (do_not_ship, inconclusive) exit 1 too, for CI
+    case_errors: Literal["fail", "ignore"] = "fail"
+    fail_on: list[Literal["do_not_ship", "inconclusive"]] = Field(default_factory=list)
     suite: SuiteConfig
     scorer: SerializeAsAny[ScorerSettings]
     eviction: SerializeAsAny[StrategySettings]
@@ -134,11 +139,17 @@ class ExperimentConfig(_Strict):
             data = {**data, "judge": JUDGES.validate(data["judge"])}
         return data
 
+    @field_validator("fail_on", mode="before")
+    @classmethod
+    def _one_verdict(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
     @field_validator("repeats")
     @classmethod
     def _repeats_positive(cls, v: int | str) -> int | str:
         if v != "auto" and v < 1:
-            raise ValueError("input should be greater than or equal to 1 (or auto)")
+            raise ValueError("a sweep needs at least one repeat per variant: input should be "
+                             "greater than or equal to 1 (or auto)")
         return v
 
     @model_validator(mode="after")
@@ -172,6 +183,7 @@ class ExperimentConfig(_Strict):
         """Hash of everything that defines the variant (not repeat, seed of the job,
         tracking, paths or cache settings): equal hashes = same treatment."""
         data = self.model_dump(mode="json", exclude={"repeat", "tracking", "paths", "fail_fast", "resume",
+                                                       "case_errors", "fail_on",
                                                        "analysis", "repeats_min", "repeats_max",
                                                        "tune"})
         data["llm"] = {k: v for k, v in data["llm"].items() if k not in ("cache_dir", "cache_mode")}

@@ -5,6 +5,7 @@ show the traceback)."""
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from pydantic import ValidationError
@@ -123,7 +124,8 @@ def pydantic_error_to_config_error(exc: Exception, prefix: str = "", data: Any =
         elif err["type"] == "missing":
             problems.append(f"{key} is required but missing")
         else:
-            problems.append(f"{key} = {value!r}: {err['msg'].lower()}")
+            msg = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{key} = {value!r}: {msg[:1].lower() + msg[1:]}")
     first = exc.errors()[0]
     example_key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(first["loc"]))
     example = f" (e.g. {example_key}=<valid value>)" if example_key else ""
@@ -131,3 +133,31 @@ def pydantic_error_to_config_error(exc: Exception, prefix: str = "", data: Any =
         "invalid config: " + "; ".join(problems)
         + f". Fix it on the command line{example} or in the conf/ file that sets it."
     )
+
+
+def unknown_option_message(group: str, option: str, options: list[str]) -> str:
+    """``scorer=mien``: the nearest options of the config group and all of them."""
+    near = difflib.get_close_matches(option, options, n=3, cutoff=0.5)
+    return (f"{group}={option}: {option!r} is not an option of the config group {group!r}"
+            + (f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ".")
+            + f" The options are: {', '.join(sorted(options))}. Correct the name on the command "
+              "line" + ("; `silas-exp plugins` lists the installed scorers and strategies (a "
+                        "plug-in's option exists once its package is installed)."
+                        if group in ("scorer", "eviction") else "."))
+
+
+def hydra_error_to_config_error(exc: Exception) -> ConfigError:
+    """One of Hydra's own errors (a config that does not compose, an override it
+    cannot parse or apply) as bad input in one paragraph; an unknown option of a
+    config group gets the nearest options and the list of them."""
+    from hydra.errors import MissingConfigException
+
+    if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and exc.options:
+        group, _, option = str(exc.missing_cfg_file).rpartition("/")
+        return ConfigError(unknown_option_message(group, option, list(exc.options)))
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    cause = exc.__cause__
+    if cause is not None and str(cause) and " ".join(str(cause).split()) not in text:
+        text += f" ({' '.join(str(cause).split())})"
+    return ConfigError(f"{text.rstrip('.')}. Fix the override on the command line "
+                       "(`python -m silas_exp --help` lists the config groups and their options).")

@@ -74,12 +74,15 @@ class Kind:
         return str(Path(path).parent) if path else None
 
     def blame(self, what: str, problem: str, exc: BaseException | None = None,
-              code: Any = None) -> str:
+              code: Any = None, line: tuple[str, int] | None = None) -> str:
         """``what 'name' (source) problem at file:line`` — the line: the innermost
-        frame of ``exc`` in the kind's own package (else the innermost), or
-        where ``code`` (the function that broke a contract) is defined."""
+        frame of ``exc`` in the kind's own package (else the innermost), ``line``
+        (the line that produced a value breaking a contract), or where ``code``
+        (the function that broke a contract) is defined."""
         where = ""
-        if exc is not None:
+        if line is not None:
+            where = f" at {_short(line[0])}:{line[1]}"
+        elif exc is not None:
             frames = traceback.extract_tb(exc.__traceback__)
             home = self.home()
             own = [f for f in frames if home and f.filename.startswith(home)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from omegaconf import OmegaConf
 
@@ -20,6 +21,17 @@ def project_root() -> str:
     return os.path.abspath(os.curdir)
 
 
+def install_root() -> str:
+    """Where silas_exp is installed from: the folder holding its package, its
+    ``conf/`` and the built-in ``suites/`` and ``probes/`` (for ``pip install
+    -e .``, the repository). Built-in suites resolve here whatever the working
+    directory (``paths.suites``); a suite path of one's own resolves from the
+    working directory."""
+    return str(Path(__file__).resolve().parents[1])
+
+
 def register() -> None:
     if not OmegaConf.has_resolver("silas_root"):
         OmegaConf.register_new_resolver("silas_root", project_root, use_cache=False)
+    if not OmegaConf.has_resolver("silas_home"):
+        OmegaConf.register_new_resolver("silas_home", install_root)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-NOT_VARIANT = ("repeat", "block", "hydra", "tracking", "paths", "llm.cache", "seed")
+NOT_VARIANT = ("repeat", "block", "hydra", "tracking", "paths", "llm.cache", "seed",
+               "fail_on", "case_errors")  # the exit status asked for (run/exit_policy.py)
 
 
 def swept_keys(cli_overrides: Iterable[str], sweeper_params: Mapping[str, Any] | None) -> list[str]:

@@ -53,6 +53,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
 from hydra_plugins.silas_sweeper._compositions import SharedCompositions
+from silas_exp.run.preflight import check_sweep
 
 log = logging.getLogger(__name__)
 CHECKS = ("distinct", "all")
@@ -154,6 +155,7 @@ class SilasSweeper(BasicSweeper):
         from silas_exp.study import control, loop
 
         assert self.config is not None
+        check_sweep(self, arguments)  # every job's config and suite, before the first job
         cfg = self.config
         per_block = cfg.get("cases_per_block")
         pool = loop.study_pool(str(cfg.suite.path), cfg.suite.get("max_cases")) if per_block else None

@@ -66,6 +66,7 @@ class SilasTuneSweeper(Sweeper):
 
     def _study(self, arguments: List[str]) -> Any:  # noqa: UP006
         from silas_exp.config import validate
+        from silas_exp.run.preflight import check_tune
         from silas_exp.tune.driver import TuneLoop, settings_of
 
         cfg = self.config
@@ -76,4 +77,8 @@ class SilasTuneSweeper(Sweeper):
         loop = TuneLoop(experiment, settings_of(experiment.tune, self.params),
                         Path(str(cfg.hydra.sweep.dir)), arguments, choices.get("scorer", experiment.scorer.name), self._is_group,
                         {k: v for k, v in choices.items() if "/" not in k})
+        # every end of the search space and the control's certification job, before any trial
+        check_tune(cfg, self.hydra_context.config_loader,
+                   lambda extra, part, scorer: loop._job(extra, part, 0, scorer), loop.dims,
+                   experiment.analysis.controls.get("scorer", "heuristic"))
         return loop.run(self._launch)

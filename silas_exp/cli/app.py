@@ -1,8 +1,10 @@
 """Hydra entry point: compose → validate once → ``silas_exp.run.execute.execute`` → exit code.
 
-Exit codes: 0 ok; 1 a job failed (or a sweep had failed jobs); 2 bad input
-(unknown config option, invalid value, broken suite file). Errors print one
-paragraph; ``--verbose`` or ``HYDRA_FULL_ERROR=1`` shows the traceback.
+Exit codes: 0 ok; 1 a job failed, a case errored from code, a sweep had failed
+jobs or a verdict gate asked for failed; 2 bad input (unknown config option,
+invalid value, broken suite file), before any job. Errors print one paragraph,
+whatever layer raised them (a sweeper, a launcher, Hydra itself); ``--verbose``
+or ``HYDRA_FULL_ERROR=1`` shows the traceback.
 How an error crosses Hydra to the exit code: ``silas_exp.exits``.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +25,17 @@ from omegaconf import DictConfig, OmegaConf
 
 from silas_exp.cli.overrides import check_overrides, settings_follow_options
 from silas_exp.config import validate
-from silas_exp.errors import ConfigError, RunError, SilasExpError, SuiteError
-from silas_exp.exits import BAD_INPUT, FAILED, Reported
+from silas_exp.errors import (
+    ConfigError,
+    RunError,
+    SilasExpError,
+    SuiteError,
+    hydra_error_to_config_error,
+)
+from silas_exp.exits import BAD_INPUT, FAILED, OK, VERBOSE_ENV, Reported
 from silas_exp.run.console import first_report, report
 from silas_exp.run.execute import execute
+from silas_exp.run.exit_policy import after_run
 
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
@@ -37,8 +47,11 @@ def run_task(dcfg: DictConfig) -> float:
     multirun = hc.mode == RunMode.MULTIRUN
     try:
         cfg = validate(OmegaConf.to_container(dcfg, resolve=True))  # type: ignore[arg-type]
-        return execute(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), multirun,
-                       hc.job.num if multirun else 0)
+        value = execute(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), multirun,
+                        hc.job.num if multirun else 0)
+        if not multirun:  # a sweep's case errors count when it ends (run/callback.py)
+            after_run(Path(hc.runtime.output_dir), cfg)
+        return value
     except (ConfigError, SuiteError) as exc:
         if not multirun or first_report(Path(hc.sweep.dir), exc):
             report(exc, "bad input")
@@ -86,30 +99,87 @@ def missing_plugin() -> str | None:
     return None
 
 
+def _run_hydra(invocation: Invocation) -> int:
+    """Run the Hydra application and report whatever escapes it in one paragraph:
+    exit 2 for bad input, 1 for anything else (a bug: ``--verbose`` shows its
+    traceback)."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        hydra_main(invocation)()
+    except Reported as exc:  # already reported to the user
+        return exc.exit_code
+    except SilasExpError as exc:  # raised by a sweeper, a launcher, a callback's setup
+        report(exc, "bad input" if exc.exit_code == BAD_INPUT else "run failed")
+        return exc.exit_code
+    except (HydraException, OmegaConfBaseException) as exc:
+        ours = exc.__cause__
+        if isinstance(ours, SilasExpError):  # a plugin's refusal, wrapped by Hydra's instantiate
+            report(ours, "bad input" if ours.exit_code == BAD_INPUT else "run failed")
+            return ours.exit_code
+        if invocation.job_started:
+            report(exc, "run failed")
+            return FAILED
+        error = hydra_error_to_config_error(exc)
+        error.__cause__ = exc
+        report(error, "bad input")
+        return BAD_INPUT
+    except SystemExit as exc:
+        # Hydra exits 1 when composing fails (unknown group option, bad override):
+        # that is bad input, so 2 — unless a job was running when it happened.
+        if exc.code == FAILED and not invocation.job_started:
+            return BAD_INPUT
+        raise
+    except Exception as exc:  # not a refusal: a bug, named by its innermost frame
+        error = RunError(crash_line(exc))
+        error.__cause__ = exc  # --verbose prints its traceback
+        report(error, "run failed")
+        return FAILED
+    return OK
+
+
+def crash_line(exc: BaseException) -> str:
+    """``Type: message (at module.py:line)`` for an exception nobody reported."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}{where}"
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``python -m silas_exp``: Hydra's command line plus ``--verbose``."""
+    """``python -m silas_exp``: Hydra's command line plus ``--verbose``.
+
+    Hydra is asked to let every exception through (``HYDRA_FULL_ERROR=1``: else
+    it prints a traceback and exits 1, whatever the error); they are reported
+    here, one paragraph each. ``--verbose`` (or an exported ``HYDRA_FULL_ERROR=1``)
+    adds the traceback, in this process and in the jobs' workers
+    (``SILAS_EXP_VERBOSE``)."""
     problem = missing_plugin()
     if problem:
         print(problem, file=sys.stderr)
         raise SystemExit(BAD_INPUT)
     args = list(sys.argv[1:] if argv is None else argv)
+    verbose = os.environ.get("HYDRA_FULL_ERROR") == "1"
     if "--verbose" in args:
         args.remove("--verbose")
-        os.environ["HYDRA_FULL_ERROR"] = "1"
+        verbose = True
+    saved = {name: os.environ.get(name) for name in (VERBOSE_ENV, "HYDRA_FULL_ERROR")}
+    os.environ[VERBOSE_ENV] = "1" if verbose else "0"
+    os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
-        check_overrides(args, CONF_DIR)  # a misspelt key, a plug-in that does not load
-    except ConfigError as exc:
-        report(exc, "bad input")
-        raise SystemExit(BAD_INPUT) from None
-    sys.argv = [sys.argv[0], *settings_follow_options(args)]
-    invocation = Invocation()
-    try:
-        hydra_main(invocation)()
-    except Reported as exc:  # already reported to the user
-        raise SystemExit(exc.exit_code) from None
-    except SystemExit as exc:
-        # Hydra exits 1 when composing fails (unknown group option, bad override):
-        # that is bad input, so 2 — unless a job was running when it happened.
-        if exc.code == FAILED and not invocation.job_started:
+        try:
+            check_overrides(args, CONF_DIR)  # a misspelt key or option, a plug-in that does not load
+        except ConfigError as exc:
+            report(exc, "bad input")
             raise SystemExit(BAD_INPUT) from None
-        raise
+        sys.argv = [sys.argv[0], *settings_follow_options(args)]
+        code = _run_hydra(Invocation())
+    finally:  # called in-process (tests): leave the environment as it was
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    if code != OK:
+        raise SystemExit(code)

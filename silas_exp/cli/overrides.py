@@ -4,7 +4,8 @@ Hydra answers a misspelt key under a config group (``scorer.keyword_wieght=0.3``
 with "Could not override … To append to your config use +scorer…", advice that
 is wrong here: the group's settings are fixed by its option. This check finds
 such a key first and says, in one paragraph, which option lacks it and which
-of its keys are nearest (exit 2, in a sweep before the first job). A sweep
+of its keys are nearest; a misspelt option (``scorer=heuristic,mien``) gets
+the nearest options and the list of them (exit 2, in a sweep before the first job). A sweep
 that chooses several options of a group may set a key that only some of them
 have (the sweeper leaves it out of the others' jobs); the key is wrong only
 when none has it. It also loads every scorer and eviction strategy the
@@ -18,7 +19,7 @@ import difflib
 from collections.abc import Sequence
 from typing import Any
 
-from silas_exp.errors import ConfigError
+from silas_exp.errors import ConfigError, unknown_option_message
 
 
 def _parse(args: Sequence[str]) -> list[Any]:
@@ -111,11 +112,17 @@ def check_overrides(args: Sequence[str], conf_dir: str) -> None:
             elif "." in key and not (o.is_add() or o.is_force_add()) \
                     and repository.group_exists(key.split(".")[0]):
                 keys.append(o)
+        searchpath = any(o.key_or_group == "hydra.searchpath" for o in overrides)
+        for group, names in choices.items():  # a misspelt option: exit 2 before any job
+            options = repository.get_group_options(group)
+            for name in names:
+                if not searchpath and name != "null" and name not in options:
+                    raise ConfigError(unknown_option_message(group, name, options))
         for registry in KIND_GROUPS:  # a plug-in that does not load: exit 2 before any job
             for name in choices.get(str(registry.config_group), []):
                 if name in registry.names():  # else a YAML option (_target_) or Hydra's error
                     registry.get(name)
-        if not keys or any(o.key_or_group == "hydra.searchpath" for o in overrides):
+        if not keys or searchpath:
             return  # options from a search path of one's own: Hydra checks them
         fixed = [f"{g}={v[0]}" for g, v in choices.items()]
         try:

@@ -34,6 +34,7 @@ from silas_exp.errors import ConfigError, SuiteError, SweepFailed, TrackingError
 from silas_exp.exits import Reported
 from silas_exp.records import SweepManifest, remove_sweep_end, update_manifest
 from silas_exp.run.console import SWEEP_TOKEN_ENV, report
+from silas_exp.run.exit_policy import after_sweep
 from silas_exp.run.progress import planned_jobs
 from silas_exp.run.sweep_end import end_of_sweep
 from silas_exp.run.sweep_folder import AlreadyFinished, claim, holds
@@ -159,3 +160,4 @@ class SweepCallback(Callback):
         if not outcome.ok:
             raise Reported(SweepFailed(f"{len(outcome.failed)} job(s) failed" if outcome.failed
                                        else "the end-of-sweep summary failed"))
+        after_sweep(sweep_dir, cfg, outcome.end)  # case errors, fail_on: run/exit_policy.py

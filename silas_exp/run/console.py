@@ -22,9 +22,9 @@ from silas_exp.run.progress import progress_note
 
 
 def verbose() -> bool:
-    """``python -m silas_exp --verbose`` sets HYDRA_FULL_ERROR=1 for the whole
-    process tree (Hydra's own switch for full tracebacks)."""
-    return os.environ.get("HYDRA_FULL_ERROR") == "1"
+    """``python -m silas_exp --verbose`` (or an exported HYDRA_FULL_ERROR=1)
+    sets SILAS_EXP_VERBOSE=1 for the whole process tree (``silas_exp.exits``)."""
+    return os.environ.get("SILAS_EXP_VERBOSE", os.environ.get("HYDRA_FULL_ERROR")) == "1"
 
 
 def report(exc: BaseException, what: str) -> None:

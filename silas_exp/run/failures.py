@@ -6,8 +6,9 @@ job folder's ``failures.json`` and the sweep's ``ablation.md``. A cause is a
 ``PluginFailure`` (a scorer that raised or broke its contract, named by
 :class:`silas_exp.scorers.base.CheckedScorer`), an exception raised in a
 plug-in's own code (its frames name it), or any other exception by type and
-line. Each cause keeps its count, its first case and where, and the first
-traceback (``--verbose`` prints it).
+line. Each cause keeps its count, its first case and where, the first
+traceback (``--verbose`` prints it) and whether code broke (``code``: false
+when a model call failed for good, which does not fail the exit status).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from silas_exp.errors import PluginFailure
+from silas_exp.errors import LLMError, PluginFailure
 from silas_exp.plugins import BUILT_IN, Kind, raised
 
 FAILURES_FILE = "failures.json"
@@ -33,6 +34,16 @@ def _blame(exc: BaseException, kinds: Iterable[tuple[str, Kind]]) -> PluginFailu
         if kind.source != BUILT_IN and home and any(f.filename.startswith(home) for f in frames):
             return raised(kind, what, exc, "")  # type: ignore[arg-type]
     return None
+
+
+def _model_failed(exc: BaseException | None) -> bool:
+    """The case errored because a model call failed for good (after its retries),
+    not because code broke: counted, but not a crash (``run/exit_policy.py``)."""
+    while exc is not None:
+        if isinstance(exc, LLMError):
+            return True
+        exc = exc.__cause__
+    return False
 
 
 class FailureLog:
@@ -55,7 +66,7 @@ class FailureLog:
         entry = self.causes.setdefault(cause, {
             "cause": cause, "count": 0, "first": first,
             "detail": failure.detail if failure else str(exc).splitlines()[0] if str(exc) else "",
-            "traceback": "".join(traceback.format_exception(exc))})
+            "traceback": "".join(traceback.format_exception(exc)), "code": not _model_failed(exc)})
         entry["count"] += 1
         return f"{type(shown).__name__}: {shown}", shown
 

@@ -309,6 +309,9 @@ class _CaseRunner:
                           sort_keys=True, default=str)
 
     def run_case(self, case: BenchmarkCase, calibration: Calibration | None) -> BenchmarkResult:
+        if case.case_id in self.loaded.unreplayable:  # valid §20.2, nothing to replay (loader)
+            return BenchmarkResult(case_id=case.case_id, status="skipped", latency_ms=0.0,
+                                   token_cost=0, error=self.loaded.unreplayable[case.case_id])
         name = self.cfg.eviction.name
         if case.expected.mode != "llm_judge" and not STRATEGIES.get(name).trait("evicts_per_turn"):
             return BenchmarkResult(  # shown as skipped, never scored as a window that kept all

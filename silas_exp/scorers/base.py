@@ -10,6 +10,7 @@ config group option ``scorer=<name>`` is generated from the settings model.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from silas_exp.context.window import LiveItem
 from silas_exp.errors import ConfigError, PluginFailure
 from silas_exp.plugins import Kind, Registry, raised
+from silas_exp.scorers.trace import producing_line
 
 
 class ScorerUnavailable(Exception):
@@ -145,12 +147,27 @@ class CheckedScorer:
         for it in items:
             value = got.get(it.ctx_id)
             if not isinstance(value, numbers.Real) or not 0.0 <= value <= 1.0:
-                raise PluginFailure(
-                    self.kind.blame("scorer", f"broke its contract ({CONTRACT})",
-                                    code=type(self.inner).score),
-                    f"item {it.ctx_id} scored {value!r}" if value is not None
-                    else f"no score for item {it.ctx_id}", f"turn {turn}")
+                raise PluginFailure(self._broken(items, turn, value),
+                                    f"item {it.ctx_id} scored {value!r}" if value is not None
+                                    else f"no score for item {it.ctx_id}", f"turn {turn}")
         return got
+
+    def _broken(self, items: Sequence[LiveItem], turn: int, value: Any) -> str:
+        """The broken contract, at the line that produced the bad value when a
+        second, traced call of ``score`` finds it; else at ``score`` itself,
+        saying that the line cannot be known."""
+        problem = f"broke its contract ({CONTRACT})"
+        score = type(self.inner).score
+        if isinstance(value, numbers.Real):
+            home, own_file = self.kind.home(), inspect.getsourcefile(score)
+            line = producing_line(lambda: self.inner.score(items, turn), value,
+                                  lambda f: f == own_file or bool(home and f.startswith(home)))
+            if line is not None:
+                return self.kind.blame("scorer", problem, line=line)
+        return self.kind.blame("scorer", problem, code=score) + (
+            " (its score method; the line that produced the value could not be traced: "
+            + ("a second call did not give it again)" if isinstance(value, numbers.Real)
+               else "no score is no value)"))
 
     def observe(self, items: Sequence[LiveItem], excluded: Sequence[bool], turn: int) -> None:
         try:

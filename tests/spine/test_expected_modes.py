@@ -150,4 +150,5 @@ def test_bad_suites_name_the_problem(tmp_path, mutate, needle):
 def test_no_repeats_is_bad_input(cli, repeats):
     res = cli("-m", "scorer=heuristic,weights", f"repeats={repeats}", "tracking=none")
     assert res.returncode == 2, res.stderr[-2000:]
-    assert f"repeats={repeats}" in res.stderr and "at least one repeat" in res.stderr
+    assert f"repeats = {repeats}" in res.stderr and "at least one repeat" in res.stderr
+    assert "no job was started" in res.stderr

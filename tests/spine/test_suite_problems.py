@@ -70,3 +70,67 @@ def test_a_typo_of_a_known_kind_gets_did_you_mean(tmp_path):
     with pytest.raises(SuiteError) as err:
         load_suite(tmp_path)
     assert "kind 'tool_reslt' is not a known kind; did you mean 'tool_result'?" in str(err.value)
+
+
+def refused(path) -> str:
+    with pytest.raises(SuiteError) as err:
+        load_suite(path)
+    return str(err.value)
+
+
+def test_a_single_file_suite_reports_every_problem_at_once(tmp_path):
+    """suite.json with its own cases: schema and meaning checked together."""
+    missing = case("no-mode")
+    del missing["expected"]["mode"]
+    suite = {k: v for k, v in SPEC_SUITE.items() if k != "cases"} | {"cases": [
+        case("twin"), case("twin"),                                   # duplicate case id
+        case("bad-zone", [{**ITEMS[0], "zone": "attic"}, ITEMS[1]]),  # bad zone
+        missing,                                                      # missing expected.mode
+    ]}
+    (tmp_path / "suite.json").write_text(json.dumps(suite))
+    msg = refused(tmp_path)
+    assert "the suite has 3 problems" in msg
+    assert "case_id 'twin' appears twice in 'cases'" in msg
+    assert "case 'bad-zone': field 'input.context[0] (ctx_id 'u1').zone'" in msg
+    assert "case 'no-mode', field 'expected.mode': Field required (missing)" in msg
+
+
+def test_a_bad_suite_header_is_reported_with_the_cases_problems(tmp_path):
+    suite = {k: v for k, v in SPEC_SUITE.items() if k != "cases"} | {
+        "version": "two", "cases": [case("twin"), case("twin")]}
+    (tmp_path / "suite.json").write_text(json.dumps(suite))
+    msg = refused(tmp_path)
+    assert "the suite has 2 problems" in msg
+    assert "field 'version'" in msg and "'twin' appears twice" in msg
+
+
+def nothing_to_replay(case_id: str) -> dict:
+    """Valid §20.2 (input.context is optional), but no session to replay."""
+    return {"case_id": case_id, "description": "d", "input": {"goal": "g"},
+            "expected": {"mode": "llm_judge", "value": {"rubric": "r"}}}
+
+
+def test_a_case_with_nothing_to_replay_is_skipped_and_counted(tmp_path, compose):
+    from omegaconf import OmegaConf
+
+    from silas_exp.config import validate
+    from silas_exp.run.job import make_job, run_job
+
+    write_suite(tmp_path / "s", {"a": case("runs"), "b": nothing_to_replay("no-context")})
+    with pytest.warns(SuiteWarning, match=r"1 of 2 case\(s\) are skipped: no input.context"):
+        loaded = load_suite(tmp_path / "s")
+    assert list(loaded.unreplayable) == ["no-context"]
+    cfg = validate(OmegaConf.to_container(compose(f"suite.path={tmp_path / 's'}",
+                                                  "tracking=none"), resolve=True))
+    outcome = run_job(cfg, make_job(cfg, "v"), tmp_path / "job", loaded=loaded)
+    results = {r.case_id: r for r in outcome.results()}
+    assert results["no-context"].status == "skipped" and results["runs"].status != "error"
+    assert "nothing to replay" in results["no-context"].error
+    assert outcome.metrics["summary.skipped"] == sum(r.status == "skipped"
+                                                     for r in results.values())
+
+
+def test_a_suite_with_no_case_left_is_refused(tmp_path):
+    write_suite(tmp_path, {"a": nothing_to_replay("x"), "b": nothing_to_replay("y")})
+    with pytest.raises(SuiteError, match="none of the suite's 2 case"):
+        load_suite(tmp_path)

@@ -4,7 +4,10 @@ file, the case, the field, and what was expected; a suite with several
 problems reports them all in one ``SuiteError`` (duplicate case ids, bad
 zones, missing fields …), so one run shows what to fix. Items of a kind
 outside the eight are read as their zone's generic kind, with a warning that
-counts them (``LoadedSuite.generic_kinds``)."""
+counts them (``LoadedSuite.generic_kinds``). A case the schema allows but the
+eviction runner cannot replay (no context, no session file) is skipped with a
+warning that counts it (``LoadedSuite.unreplayable``); jobs report it
+``skipped``."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import json
 import warnings
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
@@ -52,6 +55,8 @@ class LoadedSuite:
     pool: Pool | None = None  # a generated pool: cases made from its recipe when first read
     # kind as written -> items read as their zone's generic kind (schema.session.generic_kind)
     generic_kinds: Counter[str] = field(default_factory=Counter)
+    # case_id -> why it is skipped: valid §20.2, but nothing the eviction runner can replay
+    unreplayable: dict[str, str] = field(default_factory=dict)
     # case_id -> (case, parsed session or None until asked), least recently used first
     _cache: OrderedDict[str, tuple[BenchmarkCase, Parsed | None]] = field(
         default_factory=OrderedDict)
@@ -176,15 +181,23 @@ def _read_case(case_file: Path) -> BenchmarkCase:
 def load_suite(path: str | Path) -> LoadedSuite:
     """Load ``path`` (a suite directory or its suite.json) with its cases/*.json.
     Every case is checked now, before any job runs; none is held beyond the
-    last ``CACHED_CASES``."""
+    last ``CACHED_CASES``. Every problem of the suite — schema and meaning,
+    in suite.json's own cases as in cases/*.json — is reported at once. A
+    case that fits the schema but gives nothing to replay is skipped, with a
+    warning (``LoadedSuite.unreplayable``)."""
     path = Path(path)
     suite_file = path / "suite.json" if path.is_dir() else path
     root = suite_file.parent
     data = _read_json(suite_file)
+    raw_cases = data.get("cases") if isinstance(data, dict) else None
+    inline = raw_cases if isinstance(raw_cases, list) else []
+    head = {**data, "cases": []} if isinstance(raw_cases, list) else data
+    problems: list[str] = []
     try:
-        suite = BenchmarkSuite.model_validate(data)
+        suite = BenchmarkSuite.model_validate(head)
     except ValidationError as exc:
-        raise _explain(exc, suite_file, data, "suite") from None
+        problems.append(str(_explain(exc, suite_file, head, "suite")))
+        suite = BenchmarkSuite.model_construct(suite_id="", name="", target="", version="0.0.0")
     labels = _read_json(root / HUMAN_LABELS) if (root / HUMAN_LABELS).is_file() else {}
     if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
         raise SuiteError(f"{root / HUMAN_LABELS}: expected an object {{case_id: label}} with "
@@ -192,25 +205,35 @@ def load_suite(path: str | Path) -> LoadedSuite:
     files: dict[str, Path] = {}
     from silas_exp.data.suites.pool import pool_of
 
-    pool = pool_of(suite.metadata, root, suite_file)
+    pool = pool_of(suite.metadata, root, suite_file) if not problems else None
     if pool is not None:
         return _load_pool(LoadedSuite(suite, root, files, labels, pool=pool))
     loaded = LoadedSuite(suite, root, files, labels)
     case_files = sorted((root / "cases").glob("*.json")) if (root / "cases").is_dir() else []
-    problems: list[str] = []
-    for case_file, case in [(suite_file, c) for c in suite.cases] + [(f, None) for f in case_files]:
+    entries = [(suite_file, raw) for raw in inline] + [(f, None) for f in case_files]
+    valid: list[BenchmarkCase] = []
+    seen: dict[str, Path] = {}  # case ids, of valid cases and of cases that break the schema
+    for n, (case_file, raw) in enumerate(entries):
         try:
-            case = case or _read_case(case_file)
+            case = _read_case(case_file) if raw is None else _inline_case(suite_file, n, raw)
         except SuiteError as exc:
-            problems.append(str(exc))
-            continue
-        if case.case_id in files:
-            where = "appears twice in 'cases'" if case_file == files[case.case_id] == suite_file \
-                else f"is a duplicate: already defined in {files[case.case_id]}"
-            problems.append(f"{case_file}: case_id {case.case_id!r} {where}; case ids must be "
+            problems.append(str(exc))  # and the case's id is still checked for duplicates
+            case, cid = None, raw.get("case_id") if isinstance(raw, dict) else None
+        else:
+            cid = case.case_id
+        if isinstance(cid, str) and cid in seen:
+            where = "appears twice in 'cases'" if case_file == seen[cid] == suite_file \
+                else f"is a duplicate: already defined in {seen[cid]}"
+            problems.append(f"{case_file}: case_id {cid!r} {where}; case ids must be "
                             "unique within a suite — rename one.")
             continue
+        if isinstance(cid, str):
+            seen[cid] = case_file
+        if case is None:
+            continue
         files[case.case_id] = case_file
+        if raw is not None:
+            valid.append(case)
         if CALIBRATION_TAG in case.tags:
             loaded.calibration_ids.add(case.case_id)
         problems += _check_case(loaded, case)
@@ -218,8 +241,10 @@ def load_suite(path: str | Path) -> LoadedSuite:
         raise SuiteError(problems[0] if len(problems) == 1 else
                          f"{suite_file}: the suite has {len(problems)} problems; fix them all:\n"
                          + "\n".join(f"  {n}. {p}" for n, p in enumerate(problems, 1)))
+    loaded = replace(loaded, suite=suite.model_copy(update={"cases": valid}))
     if not files:
         raise SuiteError(f"{suite_file}: the suite has no cases; add cases or cases/*.json files.")
+    _warn_skipped(loaded, suite_file)
     if loaded.generic_kinds:
         counts = ", ".join(f"{n} of kind {k!r}" for k, n in sorted(loaded.generic_kinds.items()))
         warnings.warn(SuiteWarning(
@@ -227,6 +252,35 @@ def load_suite(path: str | Path) -> LoadedSuite:
             "zone's generic kind (chronicle: agent_response, memory: memory, workspace: plan, "
             "system: system_prompt)"), stacklevel=2)
     return loaded
+
+
+def _inline_case(suite_file: Path, index: int, raw: Any) -> BenchmarkCase:
+    """One of suite.json's own cases, checked on its own (so that the others'
+    problems are found too)."""
+    try:
+        return BenchmarkCase.model_validate(raw)
+    except ValidationError as exc:
+        cid = raw.get("case_id") if isinstance(raw, dict) else None
+        raise _explain(exc, suite_file, raw, f"case {cid!r}" if cid else f"case #{index}") from None
+
+
+def _warn_skipped(loaded: LoadedSuite, suite_file: Path) -> None:
+    """Cases that fit the schema but give the runner nothing to replay: skipped
+    (each job counts them in ``summary.skipped``), with one warning; refused
+    when no case is left."""
+    if not loaded.unreplayable:
+        return
+    ids = list(loaded.unreplayable)
+    if len(ids) == len(loaded.files):
+        raise SuiteError(f"{suite_file}: none of the suite's {len(ids)} case(s) can be replayed "
+                         f"(first: case {ids[0]!r}: {loaded.unreplayable[ids[0]]}); give each "
+                         "case input.context items or input.skill_args.session_file.")
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    warnings.warn(SuiteWarning(
+        f"{suite_file}: {len(ids)} of {len(loaded.files)} case(s) are skipped: "
+        f"{loaded.unreplayable[ids[0]]} ({shown}). The §20.2 schema allows them, but "
+        "the eviction runner has nothing to replay; give them input.context items or "
+        "input.skill_args.session_file to run them."), stacklevel=3)
 
 
 def _load_pool(loaded: LoadedSuite) -> LoadedSuite:
@@ -248,6 +302,9 @@ def _check_case(loaded: LoadedSuite, case: BenchmarkCase) -> list[str]:
     if problems:
         out.append(f"{loaded.files[case.case_id]}: case {case.case_id!r}: "
                    + "; ".join(problems) + ". Fix the case's expected block.")
+    if _nothing_to_replay(case):
+        loaded.unreplayable[case.case_id] = NOTHING_TO_REPLAY
+        return out
     try:
         session = loaded.parsed(case)[0]
         loaded.generic_kinds.update(it.declared_kind for it in session.items if it.declared_kind)
@@ -256,6 +313,14 @@ def _check_case(loaded: LoadedSuite, case: BenchmarkCase) -> list[str]:
     except SuiteError as exc:
         out.append(str(exc))
     return out
+
+
+NOTHING_TO_REPLAY = "no input.context items and no input.skill_args.session_file: nothing to replay"
+
+
+def _nothing_to_replay(case: BenchmarkCase) -> bool:
+    args = case.input.skill_args or {}
+    return "session_file" not in args and args.get("turns") is None and not case.input.context
 
 
 def _snapshot_truth(case: BenchmarkCase, flush_turn: int) -> dict:
@@ -288,8 +353,7 @@ def _parse_session(loaded: LoadedSuite, case: BenchmarkCase) -> Parsed:
             truth_raw = {"references": expected.get("references", [])}
             if turns is None:
                 if not items:
-                    raise ValueError("no input.context items and no skill_args.session_file: "
-                                     "nothing to replay")
+                    raise ValueError(NOTHING_TO_REPLAY)
                 session = Session.model_validate({
                     "session_id": case.case_id, "scope_id": args.get("scope_id", case.case_id),
                     "profile": overrides.get("profile", "coding"), "turns": 1, "items": [],
