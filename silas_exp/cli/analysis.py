@@ -68,9 +68,9 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any
 
 
 def cmd_ablation(args) -> int:
-    from silas_exp.study.state import AdaptiveState, read_as_decided
     from silas_exp.analysis.data import load_baseline, load_sweep_dir
     from silas_exp.analysis.pipeline import report_ablation
+    from silas_exp.study.state import AdaptiveState, read_as_decided
 
     settings = ablation_settings(args)
     suite_dir = Path(args.suite_dir) if args.suite_dir else None
