@@ -90,12 +90,15 @@ def check_jobs(config: Any, loader: Any, jobs: Iterable[Sequence[str]],
         try:
             try:
                 composed = loader.load_sweep_config(config, list(job))
+                task = OmegaConf.masked_copy(composed, [k for k in composed if k != "hydra"])
+                raw = OmegaConf.to_container(task, resolve=True)
             except SilasExpError:
                 raise
-            except Exception as exc:  # Hydra's: an option or key that does not compose
-                raise hydra_error_to_config_error(exc) from None
-            task = OmegaConf.masked_copy(composed, [k for k in composed if k != "hydra"])
-            cfg = validate(OmegaConf.to_container(task, resolve=True))  # type: ignore[arg-type]
+            except Exception as exc:  # Hydra's or OmegaConf's: does not compose or resolve
+                ours = exc.__cause__
+                raise (ours if isinstance(ours, SilasExpError)
+                       else hydra_error_to_config_error(exc)) from None
+            cfg = validate(raw)  # type: ignore[arg-type]
             suites.setdefault(cfg.suite.path, []).append(name)
         except SilasExpError as exc:
             problems.setdefault(str(exc), (exc, []))[1].append(name)
