@@ -9,7 +9,12 @@ takes 1280×800 PNGs in headless Chromium with a fresh profile:
 
 * ``experiments_list.png``  the experiments list: each description links to the runs view
 * ``experiment_runs.png``   the experiment as the printed link opens it (runs)
-* ``runs_expanded.png``     the runs table with the sweep's parent run expanded
+* ``runs_expanded.png``     the runs table with the sweep's parent run expanded: its name
+                            opens with the verdict counts
+* ``job_clicked.png``       a job run clicked in that table: its page, still "Model training"
+* ``paired_table.png``      the parent's ``summary.md``: each variant beside the control on
+                            its own cases
+* ``chart_view.png``        the experiment's chart view, first row
 * ``parent_verdict.png``    the README sweep's parent run: the decision in its collapsed description
 * ``child_run.png``         the promoted baseline's job run: name, description, params, dataset
 * ``ablation_report.png``   the probe sweep parent's ``ablation.html`` in the artifact view
@@ -53,7 +58,7 @@ def _run(module: str, args: list[str], env: dict[str, str] | None = None,
              if k not in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME")}
     proc = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO,
                           env={**clean, "MLFLOW_DISABLE_TELEMETRY": "true", **(env or {})},
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=3600)
     if proc.returncode not in ok:
         raise SystemExit(f"{module} {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
 
@@ -105,7 +110,7 @@ def serve(work: Path) -> tuple[subprocess.Popen, str]:
          "--backend-store-uri", f"sqlite:///{work / 'mlruns' / 'mlflow.db'}", "--workers", "1"],
         env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
-    deadline = time.time() + 90
+    deadline = time.time() + 300  # ~9 s idle; minutes on a busy 2-core machine
     while time.time() < deadline:
         try:
             with urllib.request.urlopen(url + "/health", timeout=2):
@@ -113,7 +118,7 @@ def serve(work: Path) -> tuple[subprocess.Popen, str]:
         except OSError:
             time.sleep(0.5)
     server.terminate()
-    raise SystemExit("mlflow server did not become healthy within 90 s")
+    raise SystemExit("mlflow server did not become healthy within 300 s")
 
 
 def browser():
@@ -190,10 +195,19 @@ def shoot(url: str, work: Path, out: Path) -> None:
         _open(driver, f"{url}/#/experiments/{probes}/runs/{probe_parent.info.run_id}/artifacts/"
                       f"ablation.html{runs_view}", wait=8)
         save(driver, out, "ablation_report.png")
-        _open(driver, f"{url}/#/experiments/{default}/runs{runs_view}")
+        _open(driver, f"{url}/#/experiments/{default}/runs/{parent.info.run_id}/artifacts/"
+                      f"summary.md{runs_view}", wait=8)
+        save(driver, out, "paired_table.png")
+        _open(driver, f"{url}/#/experiments/{default}/runs{runs_view}&compareRunsMode=CHART",
+              wait=15)
+        save(driver, out, "chart_view.png")
+        _open(driver, f"{url}/#/experiments/{default}/runs{runs_view}", wait=10)
         save(driver, out, "experiment_runs.png")
         _click(driver, "//button[contains(@data-component-id,'runnamecellrenderer')]", wait=3)
         save(driver, out, "runs_expanded.png")
+        # a job run clicked in the runs table: its run page, still in "Model training"
+        _click(driver, f"//a[contains(@href,'{child.info.run_id}')]", wait=8)
+        save(driver, out, "job_clicked.png")
         _open(driver, f"{url}/#/experiments/{default}/runs/{child.info.run_id}{runs_view}")
         save(driver, out, "child_run.png")
         _open(driver, f"{url}/#/experiments/{probes}/traces?workflowType=genai"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from silas_exp.analysis.columns import data_table
 from silas_exp.analysis.decision import verdict_counts
-from silas_exp.analysis.report import decision_lines, verdict_lines, verdict_rule
+from silas_exp.analysis.report import decision_lines, paired_table, verdict_lines, verdict_rule
 from silas_exp.analysis.result import AblationResult
 from silas_exp.stats import Outcome
 
@@ -91,6 +91,8 @@ def parent_summary(r: AblationResult, swept: list[str] | None = None,
     cuts long names). ``silas.verdict.<name>`` and ``delta.<name>.<metric>``
     name a variant alike (:func:`chart_names`)."""
     lines = [*decision_lines(r), "", *verdict_lines(r), "",
+             "Each variant beside the control on that variant's own cases and repeats:", "",
+             paired_table(r), "",
              f"Control: **{r.control}** ({r.control_reason}). Every statistic: the table "
              f"`{STATS_TABLE}`; the full report with plots: `ablation.html` (`ablation.md` for "
              "text).", "", verdict_rule(r)]

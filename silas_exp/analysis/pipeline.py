@@ -16,11 +16,9 @@ from silas_exp.analysis.decision import decision_sentence
 from silas_exp.analysis.html import ablation_html
 from silas_exp.analysis.parent import ParentReport, parent_summary
 from silas_exp.analysis.plots import ablation_plots
-from silas_exp.analysis.report import ablation_markdown
-from silas_exp.analysis.result import ERROR_METRIC, REFERENCE, AblationResult
+from silas_exp.analysis.report import ablation_markdown, paired_table
+from silas_exp.analysis.result import REFERENCE, AblationResult
 from silas_exp.analysis.settings import AnalysisSettings
-from silas_exp.metrics.names import labelled
-from silas_exp.metrics.numbers import interval, num
 
 ABLATION_MD, ABLATION_HTML, ABLATION_DIR = "ablation.md", "ablation.html", "ablation"
 
@@ -60,26 +58,6 @@ def report_ablation(data: SweepData, out: Path, settings: AnalysisSettings | Non
     (out / ABLATION_HTML).write_text(ablation_html(result, plots))
     parent = parent_summary(result, data.swept_keys, data.added_control)
     return AblationReport(result, plots, md, parent, out)
-
-
-CONSOLE_EXTRA = ("feedback.exclusion_auc", "probe.overall")  # shown beside the gated metrics
-
-
-def paired_table(r: AblationResult) -> str:
-    """Each variant against the control on that variant's own cases and
-    repeats, per gated metric (and the exclusion AUC, the probe score): both
-    means, Δ and its CI. A variant a sequential study stopped early is compared
-    on its own blocks, never with the control's mean over blocks it did not run."""
-    metrics = [m for m in r.metrics if (m in r.gated and m != ERROR_METRIC) or m in CONSOLE_EXTRA]
-    lines = [f"| variant | metric | variant mean | {r.control} (control) on the same cases | "
-             "Δ vs control [CI] | cases × repeats |", "|---|---|---|---|---|---|"]
-    for variant in sorted(r.verdicts):
-        for metric in metrics:
-            for c in (c for c in r.table(metric) if c.variant == variant):
-                lines.append(f"| {variant} | {labelled(metric)} | {num(c.mean)} | "
-                             f"{num(c.control_mean)} | {interval(c.delta, c.ci_low, c.ci_high)} | "
-                             f"{c.n_cases} × {c.n_repeats} |")
-    return "\n".join(lines)
 
 
 def console_lines(report: AblationReport, data: SweepData, suite_dir: str | None) -> list[str]:

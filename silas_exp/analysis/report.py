@@ -5,7 +5,7 @@ from __future__ import annotations
 from silas_exp.analysis.columns import cells, headers
 from silas_exp.analysis.decision import control_note, decision_sentence, margin_text
 from silas_exp.analysis.result import ERROR_METRIC, AblationResult
-from silas_exp.metrics.names import display_name, named
+from silas_exp.metrics.names import display_name, labelled, named
 from silas_exp.metrics.numbers import interval, num, percent, signed
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import Outcome
@@ -47,6 +47,26 @@ def verdict_lines(r: AblationResult) -> list[str]:
         lines.append(f"| {v} | {outcome_text(vv.outcome)} | {gated_deltas(r, v)} | "
                      f"{'; '.join(vv.reasons)} | {need} |")
     return lines
+
+
+CONSOLE_EXTRA = ("feedback.exclusion_auc", "probe.overall")  # shown beside the gated metrics
+
+
+def paired_table(r: AblationResult) -> str:
+    """Each variant against the control on that variant's own cases and
+    repeats, per gated metric (and the exclusion AUC, the probe score): both
+    means, Δ and its CI. A variant a sequential study stopped early is compared
+    on its own blocks, never with the control's mean over blocks it did not run."""
+    metrics = [m for m in r.metrics if (m in r.gated and m != ERROR_METRIC) or m in CONSOLE_EXTRA]
+    lines = [f"| variant | metric | variant mean | {r.control} (control) on the same cases | "
+             "Δ vs control [CI] | cases × repeats |", "|---|---|---|---|---|---|"]
+    for variant in sorted(r.verdicts):
+        for metric in metrics:
+            for c in (c for c in r.table(metric) if c.variant == variant):
+                lines.append(f"| {variant} | {labelled(metric)} | {num(c.mean)} | "
+                             f"{num(c.control_mean)} | {interval(c.delta, c.ci_low, c.ci_high)} | "
+                             f"{c.n_cases} × {c.n_repeats} |")
+    return "\n".join(lines)
 
 
 def decision_lines(r: AblationResult) -> list[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from silas_exp.errors import AnalysisError, RegressionFound
+from silas_exp.metrics.numbers import num, p_value, signed
 
 if TYPE_CHECKING:
     from silas_exp.analysis.data import SweepData
@@ -113,7 +114,7 @@ def cmd_sensitivity(args) -> int:
     result = sensitivity_of(data)
     print("| metric | oracle − random | per-case SDs | sensitive |\n|---|---|---|---|")
     for m, s in result.items():
-        print(f"| {labelled(m)} | {s.gap:+.4f} | {s.separation:.2f} | "
+        print(f"| {labelled(m)} | {signed(s.gap)} | {num(s.separation)} | "
               f"{'yes' if s.sensitive else 'NO (insensitive here)'} |")
     if args.suite_dir:
         out = Path(args.suite_dir) / SENSITIVITY_FILE
@@ -150,9 +151,10 @@ def cmd_compare(args) -> int:
         if len(diffs) > 1 and not np.all(np.isnan(diffs)):
             ci = cluster_bootstrap_ci(diffs)
             p = paired_permutation(diffs[~np.isnan(diffs)]).pvalue
-        cis = f"[{ci.low:+.4f}, {ci.high:+.4f}]" if ci else ""
-        print(f"| {labelled(key)} | {a.metrics[key]:.4f} | {b.metrics[key]:.4f} | "
-              f"{b.metrics[key] - a.metrics[key]:+.4f} | {cis} | {'' if p is None else f'{p:.3f}'} |")
+        cis = f"[{signed(ci.low)}, {signed(ci.high)}]" if ci else ""
+        print(f"| {labelled(key)} | {num(a.metrics[key])} | {num(b.metrics[key])} | "
+              f"{signed(b.metrics[key] - a.metrics[key])} | {cis} | "
+              f"{'' if p is None else p_value(p)} |")
     flips = [(c, a.status.get(c), b.status.get(c)) for c in shared if a.status.get(c) != b.status.get(c)]
     print("\nPer-case flips:" if flips else "\nNo per-case status flips.")
     for c, sa, sb in flips:
@@ -163,13 +165,14 @@ def cmd_compare(args) -> int:
         if d is not None:
             again = (f", re-evictions {d.re_evictions_a}/{d.re_evictions_b}"
                      if d.re_evictions_a or d.re_evictions_b else "")
-            print(f"- {c}: tau {d.kendall_tau:.3f}, jaccard {d.jaccard:.3f}, "
+            print(f"- {c}: tau {num(d.kendall_tau)}, jaccard {num(d.jaccard)}, "
                   f"top-1 {'changed' if d.top1_changed else 'same'}, {d.classification}{again}")
     return 0
 
 
 def cmd_report(args) -> int:
     from silas_exp.analysis.data import job_from_result
+    from silas_exp.metrics.names import labelled
 
     reader = _reader(args)
     run = reader.run(args.run)
@@ -184,10 +187,11 @@ def cmd_report(args) -> int:
              "| summary | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in (res.summary.model_dump() if res.summary else {}).items()]
     lines += ["", "| metric | value |", "|---|---|"]
-    lines += [f"| {k} | {v:.4f} |" for k, v in sorted(job.metrics.items()) if not k.startswith("llm.calls.")]
+    lines += [f"| {labelled(k)} | {num(v)} |" for k, v in sorted(job.metrics.items())
+              if not k.startswith("llm.calls.")]
     worst = sorted(job.cases.items(), key=lambda kv: kv[1].get("context.retrieval_relevance", 1.0))[:5]
     lines += ["", "Worst cases by retrieval relevance:", ""]
-    lines += [f"- {c}: {m.get('context.retrieval_relevance', math.nan):.3f} ({job.status.get(c)})"
+    lines += [f"- {c}: {num(m.get('context.retrieval_relevance', math.nan))} ({job.status.get(c)})"
               for c, m in worst]
     failures = [r for r in res.results if r.status != "pass"]
     if failures:

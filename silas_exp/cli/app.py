@@ -14,6 +14,7 @@ import importlib.util
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from silas_exp.errors import (
     RunError,
     SilasExpError,
     SuiteError,
+    SuiteWarning,
     hydra_error_to_config_error,
 )
 from silas_exp.exits import BAD_INPUT, FAILED, OK, VERBOSE_ENV, Reported
@@ -147,6 +149,18 @@ def crash_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}{where}"
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """A suite's warning (cases skipped, kinds read as generic) as one line for
+    the user, not as a source location; other warnings as Python shows them."""
+    if issubclass(category, SuiteWarning):
+        print(f"warning: {message}", file=file or sys.stderr)
+    else:
+        _python_warning(message, category, filename, lineno, file, line)
+
+
+_python_warning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m silas_exp``: Hydra's command line plus ``--verbose``.
 
@@ -164,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     if "--verbose" in args:
         args.remove("--verbose")
         verbose = True
+    warnings.showwarning = _show_warning
     saved = {name: os.environ.get(name) for name in (VERBOSE_ENV, "HYDRA_FULL_ERROR")}
     os.environ[VERBOSE_ENV] = "1" if verbose else "0"
     os.environ["HYDRA_FULL_ERROR"] = "1"
@@ -176,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.argv = [sys.argv[0], *settings_follow_options(args)]
         code = _run_hydra(Invocation())
     finally:  # called in-process (tests): leave the environment as it was
+        warnings.showwarning = _python_warning
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)

@@ -33,9 +33,12 @@ def _parse(args: Sequence[str]) -> list[Any]:
 
 
 def _values(override: Any) -> list[str]:
-    if override.is_sweep_override():
-        return [str(v) for v in override.sweep_string_iterator()]
-    return [str(override.get_value_element_as_str())]
+    try:
+        if override.is_sweep_override():
+            return [str(v) for v in override.sweep_string_iterator()]
+        return [str(override.get_value_element_as_str())]
+    except Exception:  # glob(...) needs Hydra's config loader: Hydra expands and checks it
+        return []
 
 
 def _nearest_level(cfg: Any, key: str) -> tuple[str, str, list[str]]:

@@ -23,8 +23,9 @@ HEALTH_TIMEOUT_S = 240.0  # mlflow ui answers after ~9 s idle, 80 s on a busy 2-
 
 
 def last_sweep(root: Path) -> Path | None:
-    """The sweep folder under ``root/multirun`` whose record was written last."""
-    found = sorted(root.glob("multirun/*/*/sweep.json"), key=lambda p: p.stat().st_mtime)
+    """The sweep folder under ``root/multirun`` (``multirun/<date>/<time>``, or a
+    fixed ``hydra.sweep.dir`` there) whose record was written last."""
+    found = sorted(root.glob("multirun/**/sweep.json"), key=lambda p: p.stat().st_mtime)
     return found[-1].parent if found else None
 
 

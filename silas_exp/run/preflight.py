@@ -15,6 +15,8 @@ one ``ConfigError`` (or the ``SuiteError``), exit 2.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +27,7 @@ from silas_exp.errors import (
     hydra_error_to_config_error,
 )
 
+log = logging.getLogger(__name__)
 PER_JOB = ("repeat", "block")  # set per job by the sweeper: never decide whether a job is valid
 
 
@@ -87,12 +90,15 @@ def check_jobs(config: Any, loader: Any, jobs: Iterable[Sequence[str]],
         try:
             try:
                 composed = loader.load_sweep_config(config, list(job))
+                task = OmegaConf.masked_copy(composed, [k for k in composed if k != "hydra"])
+                raw = OmegaConf.to_container(task, resolve=True)
             except SilasExpError:
                 raise
-            except Exception as exc:  # Hydra's: an option or key that does not compose
-                raise hydra_error_to_config_error(exc) from None
-            task = OmegaConf.masked_copy(composed, [k for k in composed if k != "hydra"])
-            cfg = validate(OmegaConf.to_container(task, resolve=True))  # type: ignore[arg-type]
+            except Exception as exc:  # Hydra's or OmegaConf's: does not compose or resolve
+                ours = exc.__cause__
+                raise (ours if isinstance(ours, SilasExpError)
+                       else hydra_error_to_config_error(exc)) from None
+            cfg = validate(raw)  # type: ignore[arg-type]
             suites.setdefault(cfg.suite.path, []).append(name)
         except SilasExpError as exc:
             problems.setdefault(str(exc), (exc, []))[1].append(name)
@@ -142,6 +148,7 @@ def check_sweep(sweeper: Any, arguments: Sequence[str]) -> None:
     loader = sweeper.hydra_context.config_loader
     jobs = sweep_jobs(dict(sweeper.params or {}), arguments, loader, controls,
                       getattr(sweeper, "split_arguments", None))
+    tic = time.perf_counter()
     values: dict[str, set[str]] = {}
     for job in jobs:
         for override in job:
@@ -149,6 +156,8 @@ def check_sweep(sweeper: Any, arguments: Sequence[str]) -> None:
     swept = {key for key, seen in values.items()
              if len(seen) > 1 or any(key not in {_key(o) for o in job} for job in jobs)}
     check_jobs(config, loader, jobs, _variant(swept))
+    log.info(f"Pre-flight: {len(jobs)} distinct job config(s) of the sweep composed, validated and "
+             f"their suites loaded in {time.perf_counter() - tic:.2f} s")
 
 
 def check_tune(config: Any, loader: Any, jobs: Callable[[list[str], str, str | None], list[str]],

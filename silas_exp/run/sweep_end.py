@@ -150,7 +150,8 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
             print(no_control_note(variants.pop(), cfg.analysis.controls))
         return None
     from silas_exp.analysis.data import load_sweep_dir
-    from silas_exp.analysis.pipeline import console_lines, paired_table, report_ablation
+    from silas_exp.analysis.pipeline import console_lines, report_ablation
+    from silas_exp.analysis.report import paired_table
     from silas_exp.run.failures import sweep_markdown
     from silas_exp.study.state import AdaptiveState, read_as_decided
 

@@ -15,6 +15,7 @@ from silas_exp.analysis.data import SweepData
 from silas_exp.analysis.parent import ParentReport
 from silas_exp.analysis.result import AblationResult
 from silas_exp.metrics.names import display_name
+from silas_exp.metrics.numbers import num, signed
 from silas_exp.tune import certify as cert
 from silas_exp.tune.record import SPLIT_FILE, TUNE_FILE, TuneRecord, read_tune
 from silas_exp.tune.space import as_run
@@ -87,7 +88,7 @@ def _plots(sweep_dir: Path, record: TuneRecord) -> list[Path]:
 
 
 def _num(x: float) -> str:
-    return "n/a" if x is None or math.isnan(x) else f"{x:+.4f}"
+    return "n/a" if x is None or math.isnan(x) else signed(x)
 
 
 def summary_lines(record: TuneRecord) -> list[str]:
@@ -100,11 +101,11 @@ def summary_lines(record: TuneRecord) -> list[str]:
     ref = record.reference
     if ref is not None:
         lines.append(f"- untuned `{record.scorer}` (trial {ref.number}): training "
-                     f"{display_name(first)} {ref.train[first]:.4f}")
+                     f"{display_name(first)} {num(ref.train[first])}")
     c = record.certification
     for best in record.best:
         cand = next((x for x in c.candidates if x.trial == best.number), None) if c else None
-        line = (f"- trial {best.number}: training {display_name(first)} {best.train[first]:.4f}"
+        line = (f"- trial {best.number}: training {display_name(first)} {num(best.train[first])}"
                 + (f" (gain over untuned {_num(cand.train_gain.get(first))}, on holdout "
                    f"{_num(cand.holdout_gain.get(first))})" if cand else ""))
         if cand:

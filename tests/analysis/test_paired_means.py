@@ -11,8 +11,7 @@ import pytest
 from silas_exp.analysis.ablation import ablation
 from silas_exp.analysis.columns import data_table
 from silas_exp.analysis.data import SweepData
-from silas_exp.analysis.pipeline import paired_table
-from silas_exp.analysis.report import ablation_markdown
+from silas_exp.analysis.report import ablation_markdown, paired_table
 from silas_exp.metrics.numbers import num
 
 from .test_ablation_rules import N_REPEATS, _job

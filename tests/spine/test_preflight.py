@@ -137,3 +137,12 @@ def test_the_tuning_space_is_checked_at_both_ends(tmp_path):
         check_tune(master, loader, job, dims[1:], "heuristic")  # the choices all compose
     assert "scorer.l2 = -3.0: input should be greater than or equal to 0" in str(err.value)
     assert "scorer=weights,scorer.l2=-3.0,suite.split=train" in str(err.value)
+
+
+def test_a_glob_of_options_is_left_to_hydra():
+    from silas_exp.cli.overrides import check_overrides
+    from tests.conftest import CONF
+
+    check_overrides(["-m", "scorer=glob(w*)"], str(CONF))  # no error: Hydra expands it
+    with pytest.raises(ConfigError, match="did you mean 'weights'"):
+        check_overrides(["-m", "scorer=choice(heuristic,wieghts)"], str(CONF))

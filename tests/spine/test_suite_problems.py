@@ -134,3 +134,11 @@ def test_a_suite_with_no_case_left_is_refused(tmp_path):
     write_suite(tmp_path, {"a": nothing_to_replay("x"), "b": nothing_to_replay("y")})
     with pytest.raises(SuiteError, match="none of the suite's 2 case"):
         load_suite(tmp_path)
+
+
+def test_a_suite_warning_reads_as_one_line_on_the_console(capsys):
+    from silas_exp.cli.app import _show_warning
+
+    _show_warning(SuiteWarning("s/suite.json: 1 of 5 case(s) are skipped"), SuiteWarning,
+                  "memo.py", 45)
+    assert capsys.readouterr().err == "warning: s/suite.json: 1 of 5 case(s) are skipped\n"

@@ -19,8 +19,8 @@ from .conftest import CLEAN_ENV
 VIEW = "?workflowType=machine_learning"
 
 
-def _sweep(root, when: str, parent: str, uri: str, age: float) -> None:
-    folder = root / "multirun" / "2026-11-27" / when
+def _sweep(root, when: str, parent: str, uri: str, age: float, fixed: bool = False) -> None:
+    folder = root / "multirun" / (when if fixed else f"2026-11-27/{when}")
     folder.mkdir(parents=True)
     write_manifest(folder, SweepManifest(sweep_id=when, experiment_name="silas-default",
                                          experiment_id="3", parent_run_id=parent,
@@ -32,7 +32,7 @@ def _sweep(root, when: str, parent: str, uri: str, age: float) -> None:
 def test_ui_opens_the_last_sweeps_parent_run(tmp_path, monkeypatch, capsys):
     store = f"sqlite:///{tmp_path}/elsewhere/mlflow.db"
     _sweep(tmp_path, "10-00-00", "oldparent", store, age=600)
-    _sweep(tmp_path, "11-00-00", "newparent", store, age=0)
+    _sweep(tmp_path, "11-00-00", "newparent", store, age=0, fixed=True)  # hydra.sweep.dir
     monkeypatch.setenv("SILAS_EXP_ROOT", str(tmp_path))
     with pytest.raises(SystemExit) as done:
         main(["ui", "--print-only", "--port", "5123"])
