@@ -100,7 +100,12 @@ from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
-from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
+from silas_exp.feedback.flush import KeepBackBroker
+
+try:
+    from silas_exp.feedback.flush import MainModel
+except ImportError:  # a tree from before MainModel (--against): its settings held the same defaults
+    from silas_exp.feedback.flush import MainModelSettings as MainModel
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.run import gc_policy
@@ -182,7 +187,7 @@ def one_pass(sessions, settings, store_path: str, keepbacks: bool,
         scorer = build_scorer(settings, ScorerContext(
             seed=1, namespace=s.session_id, scorer_model="claude-haiku-4-5", llm=llm,
             prompt=prompt, oracle=lambda cid, t, oracle=oracle: oracle.need_score(cid, t, HORIZON)))
-        broker = KeepBackBroker(MainModelSettings("claude-sonnet-4-5", "simulated"), llm, store,
+        broker = KeepBackBroker(MainModel("claude-sonnet-4-5", "simulated"), llm, store,
                                 s.session_id, 1, oracle.max_grade_within)
         strategy = TwoTierEviction(TwoTierSettings(keepbacks=keepbacks), budget, PROFILES[s.profile], scorer, broker,
                                    stats, s.scope_id)

@@ -111,7 +111,7 @@ def ineligible(strategy) -> str | None:
         return "scorer weights are not one finite weight per feature"
     if strategy.s.keepbacks:
         broker = strategy.broker
-        if type(broker) is not KeepBackBroker or broker.s.backend != "simulated":
+        if type(broker) is not KeepBackBroker or broker.main.backend != "simulated":
             return "keep-backs from a main model that is not the simulated one"
         llm = broker.llm
         backend = getattr(llm, "backend", None)
@@ -352,7 +352,7 @@ def replay_two_tier(session: Session, truth: SessionTruth, strategy: TwoTierEvic
                      shares.chronicle, shares.memory, shares.workspace, s.zone_cap_factor,
                      main.recall if main else 0.0, main.false_keep if main else 0.0,
                      main.latency_median_ms if main else 0.0, main.latency_sigma if main else 0.0,
-                     main.timeout_ms if main else 0.0])
+                     main.eviction_feedback_timeout_ms if main else 0.0])
     keys = np.zeros(3, dtype=np.uint64)
     if main is not None:
         keys[:] = [key64(f"{broker.llm.backend.seed}/{broker.namespace}/keepback"),
@@ -471,7 +471,7 @@ def _record_flushes(enc: _Encoded, strategy: TwoTierEviction, out) -> None:
             proposals.append(proposal_row(pid, scope, t, scorer_model, datetime.now(UTC), "auto",
                                           cand_ids[lo:hi], ()))
         lo = hi
-    broker.llm.accounting.record_usages("keepback", broker.s.model_id, usages)
+    broker.llm.accounting.record_usages("keepback", broker.main.model_id, usages)
     col = enc.columns
     broker.store.record_rows(proposals, candidate_rows(
         np.repeat(np.array(pids, dtype=object), counts).tolist(),

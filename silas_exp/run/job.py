@@ -35,7 +35,7 @@ from silas_exp.errors import BudgetExceeded, RunError, SilasExpError, SuiteError
 from silas_exp.eviction.base import STRATEGIES, StrategyDeps, build_strategy
 from silas_exp.eviction.compiled import replay_two_tier
 from silas_exp.feedback.calibration import Calibration, stored_exclusion_rates
-from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
+from silas_exp.feedback.flush import KeepBackBroker, MainModel
 from silas_exp.feedback.store import DiscardingStore, FeedbackStore
 from silas_exp.llm import LLMClient, build_client
 from silas_exp.llm.accounting import Accounting
@@ -101,13 +101,8 @@ def make_job(cfg: ExperimentConfig, variant: str) -> JobSpec:
                    block=cfg.block)
 
 
-def _main_settings(cfg: ExperimentConfig) -> MainModelSettings:
-    kb = cfg.model.keepback
-    return MainModelSettings(
-        model_id=cfg.model.main_id, backend=cfg.model.backend, recall=kb.recall,
-        false_keep=kb.false_keep, horizon=kb.horizon, latency_median_ms=kb.latency_median_ms,
-        latency_sigma=kb.latency_sigma, timeout_ms=kb.eviction_feedback_timeout_ms,
-    )
+def _main_model(cfg: ExperimentConfig) -> MainModel:
+    return MainModel(cfg.model.main_id, cfg.model.backend, cfg.model.keepback)
 
 
 class _CaseRunner:
@@ -135,7 +130,7 @@ class _CaseRunner:
             calibration=calibration, prompt=cfg.prompt,
             oracle=lambda cid, t: oracle.need_score(cid, t, horizon),
         ))
-        broker = KeepBackBroker(_main_settings(cfg), self.llm, self.store, namespace, self.job.seed,
+        broker = KeepBackBroker(_main_model(cfg), self.llm, self.store, namespace, self.job.seed,
                                 oracle.max_grade_within)
         self.scorer = scorer
         return build_strategy(cfg.eviction, StrategyDeps(

@@ -38,7 +38,7 @@ from silas_exp.data.suites.build import peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
 from silas_exp.eviction import compiled
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
-from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
+from silas_exp.feedback.flush import KeepBackBroker, KeepbackConfig, MainModel
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.llm.simulated import KeyedDraws, mix64
@@ -103,8 +103,8 @@ def _replay(name: str, engine: str, tmp_path, scorer_name: str = "heuristic"):
     oracle, stats = NeedOracle(truth), ReplayStats(flush_log=[])
     scorer = build_scorer(validate_scorer_settings({"name": scorer_name}), ScorerContext(
         seed=5, namespace=name, scorer_model="claude-haiku-4-5", llm=llm))
-    main = MainModelSettings("claude-sonnet-4-5", "simulated",
-                             **{k: opts[k] for k in ("false_keep", "latency_median_ms", "recall") if k in opts})
+    main = MainModel("claude-sonnet-4-5", "simulated", KeepbackConfig(
+        **{k: opts[k] for k in ("false_keep", "latency_median_ms", "recall") if k in opts}))
     broker = KeepBackBroker(main, llm, store, f"{name}/r0", 5, oracle.max_grade_within)
     settings = TwoTierSettings(keepbacks=opts.get("keepbacks", True),
                                zone_cap_factor=opts.get("zone_cap_factor", 1.25))
@@ -181,7 +181,7 @@ def _strategy(tmp_path, *, scorer="heuristic", explore=0.0, main_backend="simula
     built = build_scorer(validate_scorer_settings({"name": scorer}), ScorerContext(
         seed=1, namespace="x", scorer_model="h", llm=llm,
         oracle=lambda cid, t: oracle.need_score(cid, t, 20)))
-    broker = KeepBackBroker(MainModelSettings("m", main_backend), llm, FeedbackStore(tmp_path / "f.sqlite"),
+    broker = KeepBackBroker(MainModel("m", main_backend), llm, FeedbackStore(tmp_path / "f.sqlite"),
                             "x", 1, oracle.max_grade_within)
     strategy = TwoTierEviction(TwoTierSettings(explore_rate=explore), budget, PROFILES[session.profile],
                                built, broker, stats, session.scope_id)
