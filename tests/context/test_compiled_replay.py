@@ -230,7 +230,7 @@ def test_a_job_gives_the_same_results_either_way(scorer, compose, tmp_path, monk
     weights (the reference scored after the replay): every case result and job
     metric as the Python loop gives them."""
     from silas_exp.run import calibration as calibration_module
-    from silas_exp.run import job as job_module
+    from silas_exp.run import case_replay, references
 
     results = {}
     taken: list[bool] = []
@@ -240,11 +240,11 @@ def test_a_job_gives_the_same_results_either_way(scorer, compose, tmp_path, monk
         taken.append(replayed is not None)
         return replayed
 
-    monkeypatch.setattr(job_module, "replay_two_tier", counted)
+    monkeypatch.setattr(case_replay, "replay_two_tier", counted)
     for engine in ("python", "auto"):
         monkeypatch.setenv(compiled.ENGINE_VARIABLE, engine)
         monkeypatch.setattr(calibration_module, "_CALIBRATIONS", {})
-        monkeypatch.setattr(job_module, "_REFERENCES", type(job_module._REFERENCES)())
+        monkeypatch.setattr(references, "_REFERENCES", type(references._REFERENCES)())
         # a cache folder each: the first run's calibration and reference stay out of the second's
         results[engine] = _job(compose, tmp_path / engine, f"scorer={scorer}",
                                f"paths.cache={tmp_path / engine / 'cache'}")
