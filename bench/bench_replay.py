@@ -18,7 +18,7 @@ each replaying the same sessions through the context manager:
   the default sweep replays.
 
 Each session is replayed as a job replays it: through the compiled loop
-(``silas_exp/eviction/compiled.py``) when it can stand in, which it can for
+(``silas_exp/eviction/two_tier/compiled.py``) when it can stand in, which it can for
 the control and fitted weights with the simulated main model; every pass
 encodes its sessions anew, as most of a sweep's replays do (a worker
 replays a case ~1.3 times per encoding in the README sweep). ``--engine
@@ -111,9 +111,12 @@ from silas_exp.llm import LLMSettings, build_client
 from silas_exp.run import gc_policy
 
 try:
-    from silas_exp.eviction import compiled
-except ImportError:  # a tree from before the compiled loop (--against)
-    compiled = None
+    from silas_exp.eviction.two_tier import compiled
+except ImportError:  # a tree from before the two_tier package (--against)
+    try:
+        from silas_exp.eviction import compiled
+    except ImportError:  # a tree from before the compiled loop
+        compiled = None
 from silas_exp.scorers import ScorerContext, build_scorer, validate_scorer_settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -286,7 +289,7 @@ def main() -> None:
                              "or CPython's default")
     parser.add_argument("--engine", choices=("auto", "python"), default="auto",
                         help="auto: as a job replays, through the compiled loop where it can "
-                             "stand in (silas_exp.eviction.compiled); python: the Python loop only "
+                             "stand in (silas_exp.eviction.two_tier.compiled); python: the Python loop only "
                              "(sets SILAS_EXP_REPLAY=python)")
     parser.add_argument("--breakdown", action="store_true",
                         help="one more pass with timers: CPU per part of the Python loop's turn")

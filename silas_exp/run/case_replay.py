@@ -12,7 +12,7 @@ from typing import Any
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import Flush, ReplayStats
 from silas_exp.data.suites.loader import session_case
-from silas_exp.eviction.compiled import replay_two_tier
+from silas_exp.eviction.two_tier.compiled import replay_two_tier
 from silas_exp.feedback.calibration import Calibration
 from silas_exp.metrics.classification import roc_auc
 from silas_exp.run.assemble import JobParts

@@ -1,4 +1,4 @@
-"""The compiled replay loop (silas_exp.context.kernel, silas_exp.eviction.compiled)
+"""The compiled replay loop (silas_exp.eviction.two_tier.kernel, silas_exp.eviction.two_tier.compiled)
 against the Python one it stands in for.
 
 - Its primitives give the Python functions' bits: splitmix64, the flush key,
@@ -30,14 +30,13 @@ import pytest
 from omegaconf import OmegaConf
 
 from silas_exp.config import validate
-from silas_exp.context import kernel as K
 from silas_exp.context.budget import PROFILES, TokenBudget
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
-from silas_exp.eviction import compiled
-from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
+from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings, compiled
+from silas_exp.eviction.two_tier import kernel as K
 from silas_exp.feedback.flush import KeepBackBroker, KeepbackConfig, MainModel
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client

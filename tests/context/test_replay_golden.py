@@ -48,8 +48,8 @@ from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import fitted_shares, peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
-from silas_exp.eviction.compiled import ineligible, replay_two_tier
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
+from silas_exp.eviction.two_tier.compiled import ineligible, replay_two_tier
 from silas_exp.feedback.calibration import calibrate
 from silas_exp.feedback.flush import KeepBackBroker, KeepbackConfig, MainModel
 from silas_exp.feedback.store import FeedbackStore

@@ -2,7 +2,7 @@
 ``silas_exp.context.replay.replay`` stepping ``TwoTierEviction`` with a
 linear scorer and the simulated main model's keep-backs, on arrays.
 
-``silas_exp.eviction.compiled`` encodes a session into these arrays, decides
+``silas_exp.eviction.two_tier.compiled`` encodes a session into these arrays, decides
 when this loop may stand in for the Python one, and decodes what it logs into
 the same records (``ReplayStats``, feedback-store rows, model-call
 accounting). This module holds only array code: every rule here mirrors a
@@ -290,7 +290,7 @@ def replay_kernel(turns, arr_off, arr_item, need_off, need_item, refresh_off, re
                   sub_off, sub_turns, fut_turn, fut_item, fut_grade, ipar, fpar, keys):
     """One case's replay. Needs and arrivals come per turn (``*_off`` offsets
     into the item lists); ``fut_*`` is every reference by turn (the need
-    oracle's look-ahead). Returns the logs ``silas_exp.eviction.compiled``
+    oracle's look-ahead). Returns the logs ``silas_exp.eviction.two_tier.compiled``
     decodes; see there for each array's meaning."""
     n = born.shape[0]
     n_needs = need_item.shape[0]

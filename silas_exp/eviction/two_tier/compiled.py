@@ -5,7 +5,7 @@ when the strategy is the built-in two-tier one with a linear scorer (the
 control and the weights variant: hand-set or fitted weights, no state that a
 flush changes) and the keep-backs, if any, come from the simulated main model
 answering inline. It encodes the session into arrays, runs
-``silas_exp.context.kernel.replay_kernel`` and decodes its logs into the same
+``silas_exp.eviction.two_tier.kernel.replay_kernel`` and decodes its logs into the same
 records the Python loop leaves:
 
 - the ``ReplayStats`` (needs, window tokens, rankings, candidates,
@@ -67,7 +67,7 @@ def enabled() -> bool:
 def _kernel():
     """The kernel module, imported on first use: numba's import costs a job
     that never replays two-tier eviction ~0.4 s."""
-    from silas_exp.context import kernel
+    from silas_exp.eviction.two_tier import kernel
 
     return kernel
 # the simulated main model's answer, counted in characters without encoding it:
