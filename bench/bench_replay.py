@@ -119,6 +119,14 @@ except ImportError:  # a tree from before the two_tier package (--against)
         compiled = None
 from silas_exp.scorers import ScorerContext, build_scorer, validate_scorer_settings
 
+
+def replay_compiled(strategy, session, truth, budget, stats) -> bool:
+    """Whether the strategy replayed the session through the compiled loop (a
+    tree's own way to ask: the strategy's, or an older tree's compiled module)."""
+    if hasattr(strategy, "replay_compiled"):
+        return strategy.replay_compiled(session, truth, budget, stats)
+    return compiled is not None and compiled.replay_two_tier(session, truth, strategy, budget, stats) is not None
+
 REPO = Path(__file__).resolve().parents[1]
 HORIZON = 20  # the oracle scorer's look-ahead (metrics.horizon)
 TARGET = 20_000  # turns per CPU-second, for the headline workload
@@ -201,7 +209,7 @@ def one_pass(sessions, settings, store_path: str, keepbacks: bool,
             broker.resolve = timers.wrap("tier 2: keep-backs", broker.resolve)
         # as a job replays: through the compiled loop when it can stand in (the
         # timed parts are the Python loop's: --breakdown replays in Python)
-        if timers or compiled is None or compiled.replay_two_tier(s, truth, strategy, budget, stats) is None:
+        if timers or not replay_compiled(strategy, s, truth, budget, stats):
             replay(s, truth, strategy.step, budget, stats)
         turns += s.turns
     store.close()

@@ -122,6 +122,11 @@ class KeepBackBroker:
         self._latency_draws = KeyedDraws(seed, namespace, "keepback.latency")
         self._last_flush = (-1, 0)  # (turn, flushes at that turn so far)
 
+    @property
+    def fresh(self) -> bool:
+        """Whether the broker has resolved no flush yet (its draws start at the first)."""
+        return self._last_flush == (-1, 0)
+
     def _flush_counter(self, turn: int) -> tuple[int, int]:
         """(turn, k) of this flush: k counts the flushes at ``turn`` (an explicit
         flush can follow the turn's own), the key of its draws."""

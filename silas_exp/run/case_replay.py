@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from silas_exp.context.replay import NeedOracle, replay
+from silas_exp.context.replay import NeedOracle
 from silas_exp.context.stats import Flush, ReplayStats
 from silas_exp.data.suites.loader import session_case
-from silas_exp.eviction.two_tier.compiled import replay_two_tier
+from silas_exp.eviction.base import replay_strategy
 from silas_exp.feedback.calibration import Calibration
 from silas_exp.metrics.classification import roc_auc
 from silas_exp.run.assemble import JobParts
@@ -32,13 +32,12 @@ def replay_case(parts: JobParts, case: BenchmarkCase, scorer_settings: Any,
     oracle, stats = NeedOracle(sc.truth), ReplayStats(flush_log=[] if record else None)
     built = parts.case_parts(sc, f"{parts.job.namespace}/{case.case_id}", scorer_settings,
                              calibration, oracle, stats)
-    scorer, strategy = built.scorer, built.strategy
+    scorer = built.scorer
     by_turn: dict[int, list[Flush]] = {}
     for f in reference or ():
         by_turn.setdefault(f.turn, []).append(f)
     scores: list[float] = []
     labels: list[bool] = []
-    flush_turn = sc.flush_turn
 
     def score_reference(turn: int) -> None:
         for f in by_turn.get(turn, ()):
@@ -49,18 +48,8 @@ def replay_case(parts: JobParts, case: BenchmarkCase, scorer_settings: Any,
             scores.extend(got[i.ctx_id] for i in f.items)
             labels.extend(f.kept)
 
-    def step(window, turn: int) -> None:
-        score_reference(turn)
-        if turn == flush_turn:
-            strategy.compress(window, turn)  # a snapshot case: one flush decision
-        else:
-            strategy.step(window, turn)
-
-    if replay_two_tier(sc.session, sc.truth, strategy, sc.budget, stats, flush_turn) is None:
-        replay(sc.session, sc.truth, step, sc.budget, stats)
-    else:  # replayed compiled: the reference flushes scored after it (the scorer keeps no state)
-        for turn in sorted(t for t in by_turn if t < sc.session.turns):
-            score_reference(turn)
+    replay_strategy(built.strategy, sc.session, sc.truth, sc.budget, stats, sc.flush_turn,
+                    score_reference if by_turn else None)
     shared: dict[str, float] = {}
     if reference is not None:
         shared = {"feedback.exclusion_auc": roc_auc(scores, labels) if scores else math.nan,

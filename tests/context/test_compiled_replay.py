@@ -111,7 +111,7 @@ def _replay(name: str, engine: str, tmp_path, scorer_name: str = "heuristic"):
                                session.scope_id)
     flush_turn = opts.get("flush_turn")
     if engine == "compiled":
-        assert compiled.replay_two_tier(session, truth, strategy, budget, stats, flush_turn) is stats
+        assert strategy.replay_compiled(session, truth, budget, stats, flush_turn)
     else:
         def step(window, turn):
             (strategy.compress if turn == flush_turn else strategy.step)(window, turn)
@@ -197,16 +197,16 @@ def test_what_the_loop_cannot_replay_is_left_to_python(case, tmp_path, monkeypat
     if case == "variable":
         monkeypatch.setenv(compiled.ENGINE_VARIABLE, "python")
     session, truth, strategy, budget, stats = _strategy(tmp_path, **kw)
-    assert compiled.replay_two_tier(session, truth, strategy, budget, stats) is None
+    assert not strategy.replay_compiled(session, truth, budget, stats)
     assert stats == ReplayStats() and strategy.broker.store.count() == 0
     if case != "variable":
-        assert compiled.ineligible(strategy)
+        assert strategy.compiled_ineligible()
 
 
 def test_the_control_is_replayed_compiled(tmp_path):
     session, truth, strategy, budget, stats = _strategy(tmp_path)
-    assert compiled.ineligible(strategy) is None
-    assert compiled.replay_two_tier(session, truth, strategy, budget, stats) is stats
+    assert strategy.compiled_ineligible() is None
+    assert strategy.replay_compiled(session, truth, budget, stats)
     assert stats.turns == session.turns and stats.proposals > 0
 
 
@@ -229,17 +229,19 @@ def test_a_job_gives_the_same_results_either_way(scorer, compose, tmp_path, monk
     weights (the reference scored after the replay): every case result and job
     metric as the Python loop gives them."""
     from silas_exp.run import calibration as calibration_module
-    from silas_exp.run import case_replay, references
+    from silas_exp.run import references
 
     results = {}
     taken: list[bool] = []
 
+    replay_compiled = TwoTierEviction.replay_compiled
+
     def counted(*args, **kwargs):
-        replayed = compiled.replay_two_tier(*args, **kwargs)
-        taken.append(replayed is not None)
+        replayed = replay_compiled(*args, **kwargs)
+        taken.append(replayed)
         return replayed
 
-    monkeypatch.setattr(case_replay, "replay_two_tier", counted)
+    monkeypatch.setattr(TwoTierEviction, "replay_compiled", counted)
     for engine in ("python", "auto"):
         monkeypatch.setenv(compiled.ENGINE_VARIABLE, engine)
         monkeypatch.setattr(calibration_module, "_CALIBRATIONS", {})
@@ -284,5 +286,5 @@ def test_warm_up_loads_the_one_specialization_replays_use(tmp_path):
     compiled.warm_up()
     assert len(K.replay_kernel.signatures) == 1
     session, truth, strategy, budget, stats = _strategy(tmp_path)
-    assert compiled.replay_two_tier(session, truth, strategy, budget, stats) is stats
+    assert strategy.replay_compiled(session, truth, budget, stats)
     assert len(K.replay_kernel.signatures) == 1

@@ -49,7 +49,6 @@ from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import fitted_shares, peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
-from silas_exp.eviction.two_tier.compiled import ineligible, replay_two_tier
 from silas_exp.feedback.calibration import calibrate
 from silas_exp.feedback.flush import KeepBackBroker, KeepbackConfig, MainModel
 from silas_exp.feedback.store import FeedbackStore
@@ -208,8 +207,8 @@ def _run(name: str, variant: str, calibration, store_path: Path,
             strategy.step(window, turn)
 
     if engine == "compiled":
-        assert replay_two_tier(session, truth, strategy, budget, stats, flush_turn) is not None, \
-            f"{name}/{variant}: {ineligible(strategy)}"
+        assert strategy.replay_compiled(session, truth, budget, stats, flush_turn), \
+            f"{name}/{variant}: {strategy.compiled_ineligible()}"
         for turn in sorted(t for t in by_turn if t < session.turns):
             for f in by_turn[turn]:
                 got = on_grid(scorer.score(list(f.items), turn))

@@ -1,12 +1,12 @@
 """Two-tier eviction replayed by the compiled turn loop.
 
-``replay_two_tier`` stands in for ``replay(session, truth, strategy.step, ...)``
-when the strategy is the built-in two-tier one with a linear scorer (the
-control and the weights variant: hand-set or fitted weights, no state that a
-flush changes) and the keep-backs, if any, come from the simulated main model
-answering inline. It encodes the session into arrays, runs
-``silas_exp.eviction.two_tier.kernel.replay_kernel`` and decodes its logs into the same
-records the Python loop leaves:
+``replay`` stands in for ``replay(session, truth, strategy.step, ...)`` when
+``TwoTierEviction.replay_compiled`` finds that it can (``compiled_ineligible``:
+a scorer kind declared ``linear`` -- the control and the weights variant,
+hand-set or fitted weights, no state that a flush changes -- and keep-backs,
+if any, from a backend kind that ``draws_in_process``). It encodes the
+session into arrays, runs ``silas_exp.eviction.two_tier.kernel.replay_kernel``
+and decodes its logs into the same records the Python loop leaves:
 
 - the ``ReplayStats`` (needs, window tokens, rankings, candidates,
   evictions, counters, the final window's text, the flush log);
@@ -14,8 +14,7 @@ records the Python loop leaves:
 - the keep-back calls in the LLM client's accounting.
 
 Anything else (another scorer or strategy, a plug-in, a real or slowed main
-model, a spend cap, a call log, exploration) returns ``None`` and the caller
-replays in Python. Decisions are the same: the tests replay both ways and
+model, a spend cap, a call log, exploration) is replayed in Python. Decisions are the same: the tests replay both ways and
 compare every record. Scores are the one place where the two can differ at
 all, exactly as two machines can (``silas_exp.scorers.grid``): the compiled
 dot product and ``exp`` are not OpenBLAS's and numpy's, and a score within
@@ -29,17 +28,17 @@ import math
 import operator
 import os
 import weakref
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import repeat
 from json.encoder import encode_basestring_ascii
 
 import numpy as np
 
-from silas_exp.context.budget import TokenBudget, count_tokens, tokens_of_chars
-from silas_exp.context.features import _CONSTANT_ROW, _CONSTANT_TABLE, FEATURES
+from silas_exp.context.budget import TokenBudget, ZoneShares, count_tokens, tokens_of_chars
+from silas_exp.context.features import _CONSTANT_ROW, _CONSTANT_TABLE
 from silas_exp.context.stats import Flush, NeedEvent, Ranking, ReplayStats, tuple_maker
 from silas_exp.context.window import MASK_TEMPLATE, LiveItem, mask_placeholder, one_line
-from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
 from silas_exp.feedback.flush import (
     KEEPBACK_SCHEMA,
     SYSTEM,
@@ -47,14 +46,11 @@ from silas_exp.feedback.flush import (
     keepback_line,
     keepback_message,
 )
-from silas_exp.feedback.store import DiscardingStore, FeedbackStore, candidate_rows, proposal_row
-from silas_exp.llm import calls
+from silas_exp.feedback.store import candidate_rows, proposal_row
 from silas_exp.llm.base import Usage
-from silas_exp.llm.simulated import _ANSWER_JSON, SimulatedBackend, _schema_chars, key64
+from silas_exp.llm.simulated import _ANSWER_JSON, _schema_chars, key64
 from silas_exp.schema.eviction import ContextZone
 from silas_exp.schema.session import KNOWN_KINDS, Session, SessionTruth
-from silas_exp.scorers.base import CheckedScorer
-from silas_exp.scorers.heuristic import LinearScorer
 
 ENGINE_VARIABLE = "SILAS_EXP_REPLAY"  # "python": every replay in Python (default: auto)
 
@@ -89,43 +85,6 @@ def answer_chars(ctx_ids: list[str], reasons: list[str]) -> int:
             + sum(map(len, map(encode_basestring_ascii, reasons))) - 2 * len(reasons))
 # a prompt line's characters besides its ctx_id and snippet (a score in [0, 1] is 4 characters)
 _LINE_CHARS = len(keepback_line("", 0.0, ""))
-
-
-def _scorer(strategy: TwoTierEviction):
-    """The strategy's scorer itself (a built scorer is held to its contract by a CheckedScorer)."""
-    scorer = strategy.scorer
-    return scorer.inner if isinstance(scorer, CheckedScorer) else scorer
-
-
-def ineligible(strategy) -> str | None:
-    """Why the compiled loop cannot replay ``strategy`` (None: it can)."""
-    if type(strategy) is not TwoTierEviction:
-        return "not the built-in two-tier strategy"
-    if strategy.s.explore_rate > 0:
-        return "exploration draws from the strategy's own generator"
-    inner = _scorer(strategy)
-    if type(inner) is not LinearScorer:
-        return f"scorer {type(inner).__name__} is not a stateless linear scorer"
-    w = np.asarray(inner.weights, dtype=float)
-    if w.shape != (len(FEATURES),) or not np.all(np.isfinite(w)):
-        return "scorer weights are not one finite weight per feature"
-    if strategy.s.keepbacks:
-        broker = strategy.broker
-        if type(broker) is not KeepBackBroker or broker.main.backend != "simulated":
-            return "keep-backs from a main model that is not the simulated one"
-        llm = broker.llm
-        backend = getattr(llm, "backend", None)
-        if type(backend) is not SimulatedBackend or backend.latency_ms:
-            return "keep-back answers from a backend that is not the inline simulated one"
-        if llm.settings.max_usd is not None or llm.cache is not None or llm.ledger is not None:
-            return "a spend cap or response cache sees every call"
-        if calls.active():
-            return "a call log records every call"
-        if type(broker.store) not in (FeedbackStore, DiscardingStore):
-            return "a feedback store of another kind"
-        if broker._last_flush != (-1, 0):
-            return "a broker that has resolved flushes already"
-    return None
 
 
 # a session item's fields, in one call; a reference's
@@ -318,10 +277,10 @@ def warm_up() -> None:
         {"ctx_id": "a", "turn": 0, "zone": "chronicle", "kind": "user_message", "tokens": 50},
         {"ctx_id": "b", "turn": 1, "zone": "workspace", "kind": "plan", "tokens": 50}])
     budget = TokenBudget(total=60)
-    stats = ReplayStats()
-    strategy = TwoTierEviction(TwoTierSettings(keepbacks=False), budget, PROFILES["coding"],
-                               LinearScorer("heuristic", HeuristicWeights().vector()), None, stats, "warm-up")
-    replay_two_tier(session, SessionTruth(), strategy, budget, stats)
+    loop = Loop(keepbacks=False, zone_cap_factor=1.25, budget=budget, shares=PROFILES["coding"],
+                weights=HeuristicWeights().vector(), broker=None, scope_id="warm-up",
+                scorer_model="heuristic")
+    replay(session, SessionTruth(), budget, ReplayStats(), None, loop)
     forget_encodings()
 
 
@@ -330,26 +289,41 @@ def forget_encodings() -> None:
     _ENCODED.clear()
 
 
-def replay_two_tier(session: Session, truth: SessionTruth, strategy: TwoTierEviction,
-                    budget: TokenBudget, stats: ReplayStats, flush_turn: int | None = None
-                    ) -> ReplayStats | None:
-    """``replay(session, truth, step, budget, stats)`` where ``step`` is
-    ``strategy.step`` (``strategy.compress`` at ``flush_turn``), through the
-    compiled loop; None (nothing replayed, nothing recorded) when it cannot
-    stand in (``ineligible``)."""
-    if not enabled() or ineligible(strategy) is not None or stats.turns or stats.needs:
-        return None
+@dataclass(frozen=True)
+class Loop:
+    """What the loop takes from a ``TwoTierEviction``: its settings, budget and
+    shares, its linear scorer's weights (and model id, for the feedback rows),
+    and its keep-back broker (None without keep-backs)."""
+
+    keepbacks: bool
+    zone_cap_factor: float
+    budget: TokenBudget
+    shares: ZoneShares
+    weights: np.ndarray
+    broker: KeepBackBroker | None
+    scope_id: str
+    scorer_model: str
+
+
+def replay(session: Session, truth: SessionTruth, budget: TokenBudget, stats: ReplayStats,
+           flush_turn: int | None, loop: Loop) -> bool:
+    """``replay(session, truth, step, budget, stats)`` where ``step`` is the
+    strategy's ``step`` (its ``compress`` at ``flush_turn``), through the
+    compiled loop: True, or False (nothing replayed, nothing recorded) when the
+    session is not one the loop takes (a group named like an item, too many
+    items or turns) or ``stats`` holds a replay already."""
+    if stats.turns or stats.needs:
+        return False
     enc = _encoded(session, truth, budget)
     if enc.groups_named_like_items or not enc.fits:
-        return None
-    s, b, shares = strategy.s, strategy.budget, strategy.shares
-    broker = strategy.broker
-    main = broker.s if s.keepbacks else None
+        return False
+    b, shares, broker = loop.budget, loop.shares, loop.broker
+    main = broker.s if loop.keepbacks else None
     ipar = np.array([b.total, b.system_max, b.observation_mask_after_turns, b.subscription_ttl_turns,
-                     b.trivial_ack_tokens, int(s.keepbacks), main.horizon if main else 0,
+                     b.trivial_ack_tokens, int(loop.keepbacks), main.horizon if main else 0,
                      -1 if flush_turn is None else flush_turn], dtype=np.int64)
     fpar = np.array([b.eviction_threshold_pct, b.scorer_threshold_pct, b.evict_to_pct,
-                     shares.chronicle, shares.memory, shares.workspace, s.zone_cap_factor,
+                     shares.chronicle, shares.memory, shares.workspace, loop.zone_cap_factor,
                      main.recall if main else 0.0, main.false_keep if main else 0.0,
                      main.latency_median_ms if main else 0.0, main.latency_sigma if main else 0.0,
                      main.eviction_feedback_timeout_ms if main else 0.0])
@@ -357,7 +331,7 @@ def replay_two_tier(session: Session, truth: SessionTruth, strategy: TwoTierEvic
     if main is not None:
         keys[:] = [key64(f"{broker.llm.backend.seed}/{broker.namespace}/keepback"),
                    key64(f"{broker.seed}/{broker.namespace}/keepback.latency"), key64("")]
-    weights = np.ascontiguousarray(np.asarray(_scorer(strategy).weights, dtype=float))
+    weights = np.ascontiguousarray(np.asarray(loop.weights, dtype=float))
     a = enc.a
     out = _kernel().replay_kernel(
         enc.turns, a["arr_off"], a["arr_item"], a["need_off"], a["need_item"], a["refresh_off"],
@@ -365,12 +339,11 @@ def replay_two_tier(session: Session, truth: SessionTruth, strategy: TwoTierEvic
         a["group"], enc.n_groups, a["rank"], a["relevance"], a["completed"], a["is_error"],
         a["const_row"], a["const_table"], weights, a["name_key"], a["sub_off"],
         a["sub_turns"], a["fut_turn"], a["fut_item"], a["fut_grade"], ipar, fpar, keys)
-    _decode(enc, out, strategy, budget, stats)
-    return stats
+    _decode(enc, out, loop, budget, stats)
+    return True
 
 
-def _decode(enc: _Encoded, out, strategy: TwoTierEviction, budget: TokenBudget,
-            stats: ReplayStats) -> None:
+def _decode(enc: _Encoded, out, loop: Loop, budget: TokenBudget, stats: ReplayStats) -> None:
     (counters, window_tokens, served, ev_turn, ev_item, call_turn, call_rank_end, call_cand_end,
      call_sent, call_in_time, rank_item, c_item, c_score, c_kept, c_answer, c_grade, c_tok,
      c_masked, c_active, c_last_ref, final, masked, active) = out
@@ -419,18 +392,18 @@ def _decode(enc: _Encoded, out, strategy: TwoTierEviction, budget: TokenBudget,
                 shot._tokens, shot.masked, shot.active, shot.last_ref = toks[j], mks[j], acts[j], refs[j]
                 shots.append(shot)
             st.flush_log.append(Flush(t, tuple(shots), tuple(ok and answer[j] for j in range(lo, hi))))
-    if strategy.s.keepbacks and call_sent.any():
-        _record_flushes(enc, strategy, out)
+    if loop.keepbacks and call_sent.any():
+        _record_flushes(enc, loop, out)
 
 
-def _record_flushes(enc: _Encoded, strategy: TwoTierEviction, out) -> None:
+def _record_flushes(enc: _Encoded, loop: Loop, out) -> None:
     """Each flush the main model saw: its proposal and feedback as the store's
     rows, its call in the client's accounting (what ``KeepBackBroker.resolve``,
     ``feedback_record`` and the simulated backend leave), made column-wise."""
     (_, _, _, _, _, call_turn, _, call_cand_end, call_sent, call_in_time, _, c_item, c_score,
      _, c_answer, c_grade, c_tok, c_masked, _, c_last_ref, *_) = out
-    broker = strategy.broker
-    scope, scorer_model = strategy.scope_id, strategy.scorer.model_id
+    broker = loop.broker
+    scope, scorer_model = loop.scope_id, loop.scorer_model
     # the flushes sent (proposal number = the Tier-2 call's), their candidates
     calls = np.flatnonzero(call_sent)
     starts = np.concatenate(([0], call_cand_end[:-1]))[calls]

@@ -10,6 +10,12 @@ Scorer failures (timeout, error) count toward a circuit breaker that opens
 after ``breaker_failures`` in a row; while it is open, or on any failure,
 aggressive heuristics evict instead. ``scorer_threshold_pct`` is a hard
 ceiling: keep-backs cannot hold usage above it.
+
+The strategy replays a whole session through the compiled loop
+(``compiled.py``, ``kernel.py`` beside this module) when that loop makes its
+decisions exactly: ``compiled_ineligible`` says when it cannot, from the
+strategy's own settings and the traits its scorer's and main model's kinds
+declare in their registries.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import numpy as np
 from pydantic import Field
 
 from silas_exp.context.budget import TokenBudget, ZoneShares, zone_budgets
+from silas_exp.context.features import FEATURES
 from silas_exp.context.policy import (
     deactivate_stale_subscriptions,
     drop_trivial_acks,
@@ -31,8 +38,14 @@ from silas_exp.context.policy import (
 from silas_exp.context.stats import Flush, Ranking, ReplayStats
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.eviction.base import StrategySettings
+from silas_exp.eviction.two_tier import compiled
 from silas_exp.eviction.two_tier.units import candidate_records, plain_scores, ranked_units
+from silas_exp.feedback.flush import KeepBackBroker
+from silas_exp.feedback.store import DiscardingStore, FeedbackStore
+from silas_exp.llm import calls
+from silas_exp.llm.backends import BACKENDS
 from silas_exp.schema.eviction import ContextZone, ProposalRecord
+from silas_exp.schema.session import Session, SessionTruth
 from silas_exp.scorers.base import Scorer, ScorerUnavailable
 from silas_exp.scorers.grid import on_grid
 
@@ -193,3 +206,53 @@ class TwoTierEviction:
         self.tier1(window, turn)
         if window.usage() > self.budget.evict_to_pct * self.budget.total:
             self.tier2(window, turn)
+
+    # -- the compiled replay -------------------------------------------------
+    def compiled_ineligible(self) -> str | None:
+        """Why the compiled loop cannot replay this strategy (None: it can)."""
+        if type(self) is not TwoTierEviction:
+            return "a strategy of its own (a subclass) steps in Python"
+        if self.s.explore_rate > 0:
+            return "exploration draws from the strategy's own generator"
+        kind = getattr(self.scorer, "kind", None)  # a built scorer: a CheckedScorer of its kind
+        if kind is None or not kind.trait("linear"):
+            return f"scorer {getattr(kind, 'name', type(self.scorer).__name__)!r} is not declared linear"
+        w = np.asarray(self.scorer.weights, dtype=float)
+        if w.shape != (len(FEATURES),) or not np.all(np.isfinite(w)):
+            return "scorer weights are not one finite weight per feature"
+        if self.s.keepbacks:
+            return _keepbacks_ineligible(self.broker)
+        return None
+
+    def replay_compiled(self, session: Session, truth: SessionTruth, budget: TokenBudget,
+                        stats: ReplayStats, flush_turn: int | None = None) -> bool:
+        """Replay ``session`` through the compiled loop, as ``step`` (``compress``
+        at ``flush_turn``) would turn by turn: True, or False (nothing replayed)
+        when it cannot stand in (``compiled_ineligible``, ``SILAS_EXP_REPLAY=python``)."""
+        if not compiled.enabled() or self.compiled_ineligible() is not None:
+            return False
+        return compiled.replay(session, truth, budget, stats, flush_turn, compiled.Loop(
+            keepbacks=self.s.keepbacks, zone_cap_factor=self.s.zone_cap_factor, budget=self.budget,
+            shares=self.shares, weights=self.scorer.weights,
+            broker=self.broker if self.s.keepbacks else None, scope_id=self.scope_id,
+            scorer_model=self.scorer.model_id))
+
+
+def _keepbacks_ineligible(broker) -> str | None:
+    """Why the compiled loop cannot draw ``broker``'s keep-backs itself (None: it can)."""
+    if type(broker) is not KeepBackBroker:
+        return "a keep-back broker of another kind"
+    if not BACKENDS.get(broker.main.backend).trait("draws_in_process"):
+        return f"keep-backs from a main model on backend {broker.main.backend!r}"
+    llm = broker.llm
+    if not BACKENDS.kind_of(llm.settings).trait("draws_in_process") or llm.settings.simulated_latency_ms:
+        return "keep-back answers from a backend that does not answer inline"
+    if llm.settings.max_usd is not None or llm.cache is not None or llm.ledger is not None:
+        return "a spend cap or response cache sees every call"
+    if calls.active():
+        return "a call log records every call"
+    if type(broker.store) not in (FeedbackStore, DiscardingStore):
+        return "a feedback store of another kind"
+    if not broker.fresh:
+        return "a broker that has resolved flushes already"
+    return None
