@@ -61,11 +61,18 @@ def enabled() -> bool:
 
 
 def _kernel():
-    """The kernel module, imported on first use: numba's import costs a job
-    that never replays two-tier eviction ~0.4 s."""
-    from silas_exp.eviction.two_tier import kernel
+    """The records and codes of the kernel (``kernel_base``), imported on first
+    use: numba's import costs a job that never replays two-tier eviction ~0.4 s."""
+    from silas_exp.eviction.two_tier import kernel_base
 
-    return kernel
+    return kernel_base
+
+
+def _replay_kernel():
+    from silas_exp.eviction.two_tier.kernel import replay_kernel
+
+    return replay_kernel
+
 # the simulated main model's answer, counted in characters without encoding it:
 # the encoder's layout (keys sorted, ", " and ": " separators, ASCII escapes) is
 # the empty answer, plus per kept item its ctx_id twice, its reason and the
@@ -217,6 +224,16 @@ class _Encoded:
         self.needs = (ref_turns[:replayed], ref_ids[:replayed], grades[:replayed])
         a["need_off"] = np.searchsorted(a["fut_turn"][:replayed], np.arange(turns + 1)).astype(np.int64)
         a["need_item"] = a["fut_item"][:replayed]
+        self.item_arrays = K.Items(
+            born=a["born"], zone=a["zone"], kind=a["kind"], full=a["full"], mask_tok=a["mask_tok"],
+            pinned=a["pinned"], group=a["group"], rank=a["rank"], relevance=a["relevance"],
+            completed=a["completed"], is_error=a["is_error"], const_row=a["const_row"],
+            const_table=a["const_table"], name_key=a["name_key"], sub_off=a["sub_off"],
+            sub_turns=a["sub_turns"])
+        self.turn_arrays = K.Turns(
+            arr_off=a["arr_off"], arr_item=a["arr_item"], need_off=a["need_off"],
+            need_item=a["need_item"], refresh_off=a["refresh_off"], refresh_item=a["refresh_item"],
+            fut_turn=a["fut_turn"], fut_item=a["fut_item"], fut_grade=a["fut_grade"])
         self.turns = turns
         self.fits = n < (1 << 21) and turns < (1 << 20)
         self._line_chars = np.full(n, -1, dtype=np.int64)
@@ -317,45 +334,51 @@ def replay(session: Session, truth: SessionTruth, budget: TokenBudget, stats: Re
     enc = _encoded(session, truth, budget)
     if enc.groups_named_like_items or not enc.fits:
         return False
-    b, shares, broker = loop.budget, loop.shares, loop.broker
-    main = broker.s if loop.keepbacks else None
-    ipar = np.array([b.total, b.system_max, b.observation_mask_after_turns, b.subscription_ttl_turns,
-                     b.trivial_ack_tokens, int(loop.keepbacks), main.horizon if main else 0,
-                     -1 if flush_turn is None else flush_turn], dtype=np.int64)
-    fpar = np.array([b.eviction_threshold_pct, b.scorer_threshold_pct, b.evict_to_pct,
-                     shares.chronicle, shares.memory, shares.workspace, loop.zone_cap_factor,
-                     main.recall if main else 0.0, main.false_keep if main else 0.0,
-                     main.latency_median_ms if main else 0.0, main.latency_sigma if main else 0.0,
-                     main.eviction_feedback_timeout_ms if main else 0.0])
-    keys = np.zeros(3, dtype=np.uint64)
-    if main is not None:
-        keys[:] = [key64(f"{broker.llm.backend.seed}/{broker.namespace}/keepback"),
-                   key64(f"{broker.seed}/{broker.namespace}/keepback.latency"), key64("")]
     weights = np.ascontiguousarray(np.asarray(loop.weights, dtype=float))
-    a = enc.a
-    out = _kernel().replay_kernel(
-        enc.turns, a["arr_off"], a["arr_item"], a["need_off"], a["need_item"], a["refresh_off"],
-        a["refresh_item"], a["born"], a["zone"], a["kind"], a["full"], a["mask_tok"], a["pinned"],
-        a["group"], enc.n_groups, a["rank"], a["relevance"], a["completed"], a["is_error"],
-        a["const_row"], a["const_table"], weights, a["name_key"], a["sub_off"],
-        a["sub_turns"], a["fut_turn"], a["fut_item"], a["fut_grade"], ipar, fpar, keys)
+    out = _replay_kernel()(enc.item_arrays, enc.turn_arrays, params(loop, flush_turn, enc.n_groups),
+                           weights)
     _decode(enc, out, loop, budget, stats)
     return True
 
 
+def params(loop: Loop, flush_turn: int | None, n_groups: int):
+    """The kernel's ``Params`` of ``loop``."""
+    b, shares, broker = loop.budget, loop.shares, loop.broker
+    main = broker.s if loop.keepbacks else None
+    keys = [np.uint64(0)] * 3
+    if main is not None:
+        keys = [np.uint64(key64(f"{broker.llm.backend.seed}/{broker.namespace}/keepback")),
+                np.uint64(key64(f"{broker.seed}/{broker.namespace}/keepback.latency")),
+                np.uint64(key64(""))]
+    return _kernel().Params(
+        total=int(b.total), system_max=int(b.system_max), mask_after=int(b.observation_mask_after_turns),
+        ttl=int(b.subscription_ttl_turns), trivial_ack=int(b.trivial_ack_tokens),
+        keepbacks=bool(loop.keepbacks), horizon=int(main.horizon) if main else 0,
+        flush_turn=-1 if flush_turn is None else int(flush_turn), n_groups=int(n_groups),
+        threshold_pct=float(b.eviction_threshold_pct), ceiling_pct=float(b.scorer_threshold_pct),
+        evict_to_pct=float(b.evict_to_pct),
+        shares=np.array([shares.chronicle, shares.memory, shares.workspace], dtype=float),
+        cap_factor=float(loop.zone_cap_factor), recall=float(main.recall) if main else 0.0,
+        false_keep=float(main.false_keep) if main else 0.0,
+        latency_median_ms=float(main.latency_median_ms) if main else 0.0,
+        latency_sigma=float(main.latency_sigma) if main else 0.0,
+        timeout_ms=float(main.eviction_feedback_timeout_ms) if main else 0.0,
+        key_keepback=keys[0], key_latency=keys[1], key_empty=keys[2])
+
+
 def _decode(enc: _Encoded, out, loop: Loop, budget: TokenBudget, stats: ReplayStats) -> None:
-    (counters, window_tokens, served, ev_turn, ev_item, call_turn, call_rank_end, call_cand_end,
-     call_sent, call_in_time, rank_item, c_item, c_score, c_kept, c_answer, c_grade, c_tok,
-     c_masked, c_active, c_last_ref, final, masked, active) = out
+    served, call_turn, call_cand_end, call_in_time = out.served, out.call_turn, out.call_cand_end, out.call_in_time
+    c = out.candidates
+    c_item, c_score, c_kept, c_answer = c.item, c.score, c.kept, c.answer
+    masked, active = out.masked, out.active
     ids, items = enc.ids, enc.items
     st = stats
     need_event = tuple_maker(NeedEvent)
     st.needs += map(need_event, zip(*enc.needs, served.tolist(), strict=True))
-    st.window_tokens += window_tokens.tolist()
-    st.evictions += list(zip(ev_turn.tolist(), map(ids.__getitem__, ev_item.tolist()), strict=True))
-    (st.guard_triggers, st.proposals, st.scorer_calls, st.auto_resolved, st.hard_ceiling_overrides,
-     st.re_retrievals, st.re_retrieved_tokens, st.masked, st.trivial_dropped,
-     st.subscriptions_deactivated) = counters.tolist()
+    st.window_tokens += out.window_tokens.tolist()
+    st.evictions += list(zip(out.ev_turn.tolist(), map(ids.__getitem__, out.ev_item.tolist()), strict=True))
+    for name, value in zip(_kernel().COUNTERS, out.counters.tolist(), strict=True):
+        setattr(st, name, value)
     cand_items = c_item.tolist()
     cand_ids = list(map(ids.__getitem__, cand_items))
     scores = c_score.tolist()
@@ -365,15 +388,15 @@ def _decode(enc: _Encoded, out, loop: Loop, budget: TokenBudget, stats: ReplaySt
     st.candidate_excluded += kept
     st.candidate_turns += turns_of
     st.candidate_ids += cand_ids
-    ranked = list(map(ids.__getitem__, rank_item.tolist()))
-    rank_ends = call_rank_end.tolist()
+    ranked = list(map(ids.__getitem__, out.rank_item.tolist()))
+    rank_ends = out.call_rank_end.tolist()
     starts = [0, *rank_ends][:-1]
     call_turns = call_turn.tolist()
     st.rankings += [Ranking(t, tuple(ranked[lo:hi]))
                     for t, lo, hi in zip(call_turns, starts, rank_ends, strict=True)]
     st.turns = enc.turns
     retained = []
-    for i in final.tolist():
+    for i in out.final.tolist():
         if not active[i]:
             continue
         it = items[i]
@@ -383,7 +406,7 @@ def _decode(enc: _Encoded, out, loop: Loop, budget: TokenBudget, stats: ReplaySt
     cand_starts = [0, *cand_ends][:-1]
     answer, in_time = c_answer.tolist(), call_in_time.tolist()
     if st.flush_log is not None:
-        toks, mks, acts, refs = c_tok.tolist(), c_masked.tolist(), c_active.tolist(), c_last_ref.tolist()
+        toks, mks, acts, refs = c.tok.tolist(), c.masked.tolist(), c.active.tolist(), c.last_ref.tolist()
         cap = budget.max_subscription_tokens
         for t, lo, hi, ok in zip(call_turns, cand_starts, cand_ends, in_time, strict=True):
             shots = []
@@ -392,7 +415,7 @@ def _decode(enc: _Encoded, out, loop: Loop, budget: TokenBudget, stats: ReplaySt
                 shot._tokens, shot.masked, shot.active, shot.last_ref = toks[j], mks[j], acts[j], refs[j]
                 shots.append(shot)
             st.flush_log.append(Flush(t, tuple(shots), tuple(ok and answer[j] for j in range(lo, hi))))
-    if loop.keepbacks and call_sent.any():
+    if loop.keepbacks and out.call_sent.any():
         _record_flushes(enc, loop, out)
 
 
@@ -400,12 +423,14 @@ def _record_flushes(enc: _Encoded, loop: Loop, out) -> None:
     """Each flush the main model saw: its proposal and feedback as the store's
     rows, its call in the client's accounting (what ``KeepBackBroker.resolve``,
     ``feedback_record`` and the simulated backend leave), made column-wise."""
-    (_, _, _, _, _, call_turn, _, call_cand_end, call_sent, call_in_time, _, c_item, c_score,
-     _, c_answer, c_grade, c_tok, c_masked, _, c_last_ref, *_) = out
+    call_turn, call_cand_end, call_in_time = out.call_turn, out.call_cand_end, out.call_in_time
+    c = out.candidates
+    c_item, c_score, c_answer, c_grade = c.item, c.score, c.answer, c.grade
+    c_tok, c_masked, c_last_ref = c.tok, c.masked, c.last_ref
     broker = loop.broker
     scope, scorer_model = loop.scope_id, loop.scorer_model
     # the flushes sent (proposal number = the Tier-2 call's), their candidates
-    calls = np.flatnonzero(call_sent)
+    calls = np.flatnonzero(out.call_sent)
     starts = np.concatenate(([0], call_cand_end[:-1]))[calls]
     counts = call_cand_end[calls] - starts
     rows = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
@@ -452,4 +477,4 @@ def _record_flushes(enc: _Encoded, loop: Loop, out) -> None:
         cand_ids, col["zone"][item].tolist(), col["kind"][item].tolist(), scores,
         np.maximum(turn - c_last_ref[rows], 0).tolist(), c_tok[rows].tolist(),
         col["status"][item].tolist(), c_masked[rows].tolist(),
-        (enc.a["completed"][item] <= turn).tolist(), col["relevance"][item].tolist(), kept_l))
+        (enc.item_arrays.completed[item] <= turn).tolist(), col["relevance"][item].tolist(), kept_l))
