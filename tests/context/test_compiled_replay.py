@@ -1,4 +1,4 @@
-"""The compiled replay loop (silas_exp.eviction.two_tier: kernel*.py, compiled.py)
+"""The compiled replay loop (silas_exp.eviction.two_tier: kernel.py, compiled.py)
 against the Python one it stands in for.
 
 - Its primitives give the Python functions' bits: splitmix64, the flush key,
@@ -36,8 +36,7 @@ from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings, compiled
-from silas_exp.eviction.two_tier import kernel_base as K
-from silas_exp.eviction.two_tier.kernel import replay_kernel
+from silas_exp.eviction.two_tier import kernel as K
 from silas_exp.feedback.flush import KeepBackBroker, KeepbackConfig, MainModel
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
@@ -285,7 +284,7 @@ def test_warm_up_loads_the_one_specialization_replays_use(tmp_path):
     """The launcher's warm-up loads the machine code a replay then runs: the same
     argument types, so no replay compiles a second specialization."""
     compiled.warm_up()
-    assert len(replay_kernel.signatures) == 1
+    assert len(K.replay_kernel.signatures) == 1
     session, truth, strategy, budget, stats = _strategy(tmp_path)
     assert strategy.replay_compiled(session, truth, budget, stats)
-    assert len(replay_kernel.signatures) == 1
+    assert len(K.replay_kernel.signatures) == 1

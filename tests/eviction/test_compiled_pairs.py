@@ -27,9 +27,8 @@ from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings, eviction_units, keep_first
-from silas_exp.eviction.two_tier import kernel_base as K
-from silas_exp.eviction.two_tier import kernel_tier1 as T1
-from silas_exp.eviction.two_tier import kernel_tier2 as T2
+from silas_exp.eviction.two_tier import kernel as T
+from silas_exp.eviction.two_tier import records as K
 from silas_exp.eviction.two_tier.compiled import Loop, params
 from silas_exp.eviction.two_tier.encode import encoded
 from silas_exp.feedback.flush import KeepBackBroker, KeepbackConfig, MainModel, simulated_keepback
@@ -90,18 +89,18 @@ class Case:
         """The Python window's state as the kernel's ``WindowState``."""
         enc, window = self.enc, self.window
         n = len(enc.ids)
-        w = K.new_window(self.items.full, self.items.born, 2 * n + 1)
+        w = T.new_window(self.items.full, self.items.born, 2 * n + 1)
         for it in list(window) + list(window.evicted.values()):
             i = enc.index[it.ctx_id]
             w.tok[i], w.masked[i], w.active[i], w.last_ref[i] = it._tokens, it.masked, it.active, it.last_ref
         for it in window:
-            T1.add(w, self.items, enc.index[it.ctx_id])
+            T.add(w, self.items, enc.index[it.ctx_id])
         for cid in window.evicted:
             w.state[enc.index[cid]] = K.EVICTED
         return w
 
     def live(self) -> list[str]:
-        m = T1.live_items(self.w)
+        m = T.live_items(self.w)
         return [self.enc.ids[i] for i in self.w.live[:m]]
 
     def assert_same_window(self) -> None:
@@ -121,7 +120,7 @@ class Case:
         return [self.enc.ids[i] for i in self.w.ev_item[start:self.w.n_ev[0]]]
 
     def of_kind(self, kind: int) -> list[int]:
-        m = T1.live_items(self.w)
+        m = T.live_items(self.w)
         return [i for i in self.w.live[:m] if self.items.kind[i] == kind]
 
 
@@ -137,7 +136,9 @@ def case():
 
 
 def test_mask_old_tool_result(case):
-    saved = sum(T1.mask_old_tool_result(case.w, case.items, case.params, i, case.turn)
+    w, items = case.w, case.items
+    saved = sum(T.mask_old_tool_result(i, case.turn, case.params.mask_after, w.masked, w.last_ref,
+                                       items.mask_tok, items.zone, w.tok, w.zu, w.tot)
                 for i in case.of_kind(K.KIND_TOOL_RESULT))
     assert saved == mask_old_tool_results(case.window, case.turn, case.budget) > 0
     case.assert_same_window()
@@ -148,8 +149,13 @@ def test_drop_trivial_ack():
     for turn in range(40, 90, 3):  # acks are dropped the turn after they come: look at several turns
         case = Case(turn=turn)
         start = case.w.n_ev[0]
-        dropped = [case.enc.ids[i] for i in case.of_kind(K.KIND_ACK)
-                   if T1.drop_trivial_ack(case.w, case.items, case.params, i, case.turn)]
+        w, items = case.w, case.items
+        dropped = []
+        for i in case.of_kind(K.KIND_ACK):
+            if T.drop_trivial_ack(i, case.turn, case.params.trivial_ack, items.zone, items.pinned,
+                                  items.born, w.tok):
+                T.evict(w, items, i, case.turn)
+                dropped.append(case.enc.ids[i])
         assert dropped == drop_trivial_acks(case.window, case.turn, case.budget) == case.evicted_since(start)
         case.assert_same_window()
         dropped_at_all += len(dropped)
@@ -160,8 +166,14 @@ def test_deactivate_stale_subscription():
     deactivated = 0
     for turn in range(40, 90, 3):
         case = Case(flavour="support", seed=44, turn=turn)
-        count = sum(T1.deactivate_stale_subscription(case.w, case.items, case.params, i, case.turn)
-                    for i in case.of_kind(K.KIND_SUBSCRIPTION))
+        w, items = case.w, case.items
+        count = 0
+        for i in case.of_kind(K.KIND_SUBSCRIPTION):
+            if T.deactivate_stale_subscription(i, case.turn, case.params.ttl, w.active, w.last_ref,
+                                               items.born, items.sub_off, items.sub_turns):
+                w.active[i] = False
+                T.set_tokens(w, items, i, 0)
+                count += 1
         assert count == deactivate_stale_subscriptions(case.window, case.turn, case.budget)
         case.assert_same_window()
         deactivated += count
@@ -169,15 +181,15 @@ def test_deactivate_stale_subscription():
 
 
 def test_caps(case):
-    T1.caps(case.w, case.params)
+    T.caps(case.w, case.params)
     expected = case.strategy._caps(case.window)
     assert {zone: int(case.w.caps[z]) for zone, z in ZONES.items()} == expected
 
 
 @pytest.mark.parametrize("zone", list(ZONES))
 def test_zone_pool(case, zone):
-    m = T1.live_items(case.w)
-    got = [case.enc.ids[i] for i in T1.zone_pool(case.w, case.items, ZONES[zone], case.turn, m)]
+    m = T.live_items(case.w)
+    got = [case.enc.ids[i] for i in T.zone_pool(case.w, case.items, ZONES[zone], case.turn, m)]
     expected = sorted(case.window.evictable(zone), key=zone_order_key(zone, case.turn))
     assert got == [it.ctx_id for it in expected] and got
 
@@ -187,17 +199,17 @@ def test_evict_by_zone_policy(case, zone):
     z = ZONES[zone]
     case.w.caps[z] = limit = case.window.zone_usage(zone) // 2  # half the zone must go
     start = case.w.n_ev[0]
-    count = T1.evict_by_zone_policy(case.w, case.items, z, case.turn, T1.live_items(case.w))
+    count = T.evict_by_zone_policy(case.w, case.items, z, case.turn, T.live_items(case.w))
     evicted = evict_by_zone_policy(case.window, zone, limit, case.turn)
     assert case.evicted_since(start) == evicted and count == len(evicted) > 0
     case.assert_same_window()
 
 
 def test_evict_to_total(case):
-    T1.caps(case.w, case.params)
+    T.caps(case.w, case.params)
     target = case.window.usage() // 2
     start = case.w.n_ev[0]
-    T1.evict_to_total(case.w, case.items, target, case.turn, T1.live_items(case.w))
+    T.evict_to_total(case.w, case.items, target, case.turn, T.live_items(case.w))
     evicted = evict_to_total(case.window, target, case.strategy._caps(case.window), case.turn)
     assert case.evicted_since(start) == evicted and evicted
     case.assert_same_window()
@@ -213,7 +225,7 @@ def _kernel_counted(case) -> dict[str, int]:
 
 def test_tier1(case):
     start, before, counted = case.w.n_ev[0], len(case.stats.evictions), _counted(case.stats)
-    m = T1.tier1(case.w, case.items, case.params, case.turn)
+    m = T.tier1(case.w, case.items, case.params, case.turn)
     case.strategy.tier1(case.window, case.turn)
     assert m == len(case.window)
     assert case.evicted_since(start) == [cid for _, cid in case.stats.evictions[before:]]
@@ -228,12 +240,12 @@ def test_tier1(case):
 
 def _scored(case):
     """The evictable items, Python's and the kernel's, scored both ways."""
-    m = T1.live_items(case.w)
+    m = T.live_items(case.w)
     n = len(case.enc.ids)
     ev = np.empty(n, np.int64)
-    k = T2.evictable(case.w, case.items, m, ev)
+    k = T.evictable(case.w, case.items, m, ev)
     score_int = np.empty(n, np.int64)
-    T2.linear_scores_on_grid(case.w, case.items, ev, k, case.turn, case.weights,
+    T.linear_scores_on_grid(case.w, case.items, ev, k, case.turn, case.weights,
                              np.empty(len(case.weights)), score_int)
     items = case.window.evictable()
     scores = on_grid(linear_scores(items, case.turn, case.weights))
@@ -243,12 +255,12 @@ def _scored(case):
 def test_evictable_and_linear_scores_on_grid(case):
     ev, score_int, items, scores = _scored(case)
     assert [case.enc.ids[i] for i in ev] == [it.ctx_id for it in items]
-    assert (score_int / K.GRID).tolist() == [scores[it.ctx_id] for it in items]
+    assert (score_int / T.GRID).tolist() == [scores[it.ctx_id] for it in items]
 
 
 def test_keep_first(case):
     ev, score_int, _, scores = _scored(case)
-    order = T2.keep_first(ev, len(ev), score_int, case.items.rank)
+    order = T.keep_first(ev, len(ev), score_int, case.items.rank)
     assert tuple(case.enc.ids[ev[a]] for a in order) == keep_first(scores)
 
 
@@ -258,7 +270,7 @@ def test_eviction_units(seed):
     ev, score_int, items, scores = _scored(case)
     groups = max(case.enc.n_groups, 1)
     nxt = np.empty(len(ev), np.int64)
-    units = T2.eviction_units(ev, len(ev), score_int, case.items, nxt,
+    units = T.eviction_units(ev, len(ev), score_int, case.items, nxt,
                               np.full(groups, -1, np.int64), np.full(groups, -1, np.int64))
     got = []
     for a in units:
@@ -280,9 +292,9 @@ def test_keepback_answers(case, horizon):
                     KeepBackBroker(MainModel("m", "simulated", kb), case.llm, DiscardingStore(),
                                    "pairs/r0", 5, case.oracle.max_grade_within), "s", "h"),
                None, case.enc.n_groups)
-    cands = K.new_proposal(len(ev))
+    cands = T.new_proposal(len(ev))
     cands.item[:] = ev
-    T2.keepback_answers(case.items, case.turns, p, case.turn, cands, 0, len(ev),
+    T.keepback_answers(case.items, case.turns, p, case.turn, cands, 0, len(ev),
                         np.zeros(len(case.enc.ids), np.int64))
     ids = [case.enc.ids[i] for i in ev]
     needed = {cid: case.oracle.max_grade_within(cid, case.turn, horizon) for cid in ids}
@@ -299,16 +311,16 @@ def test_answered_in_time(median):
     case = Case(keepback=KeepbackConfig(latency_median_ms=median))
     for turn in range(40):
         broker_latency = case.broker._sim_latency((turn, 0))
-        assert T2.answered_in_time(case.params, turn) == (broker_latency <= 2000.0), turn
+        assert T.answered_in_time(case.params, turn) == (broker_latency <= 2000.0), turn
 
 
 def test_keep_groups(case):
     ev, _, _, _ = _scored(case)
-    cands = K.new_proposal(len(ev))
+    cands = T.new_proposal(len(ev))
     cands.item[:] = ev
     rng = np.random.default_rng(0)
     cands.answer[:] = rng.random(len(ev)) < 0.2
-    T2.keep_groups(case.items, cands, 0, len(ev), np.zeros(max(case.enc.n_groups, 1), np.bool_))
+    T.keep_groups(case.items, cands, 0, len(ev), np.zeros(max(case.enc.n_groups, 1), np.bool_))
     items = case.window.evictable()
     said = {it.ctx_id for it, a in zip(items, cands.answer, strict=True) if a}
     kept_groups = {it.group for it in items if it.ctx_id in said and it.group}
@@ -324,7 +336,7 @@ def test_tier2(keepbacks):
         case.strategy.tier1(case.window, case.turn)
         if case.window.usage() > case.budget.evict_to_pct * case.budget.total:
             break
-    m = T1.tier1(case.w, case.items, case.params, case.turn)
+    m = T.tier1(case.w, case.items, case.params, case.turn)
     case.w.counters[:] = 0  # Tier 2's own counts from here
     case.assert_same_window()
     st = case.stats
@@ -334,9 +346,9 @@ def test_tier2(keepbacks):
     scratch = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
                np.zeros(n, np.int64), np.full(groups, -1, np.int64), np.full(groups, -1, np.int64),
                np.zeros(groups, np.bool_), np.empty(len(case.weights)))
-    rank_item, k, cands, n_chosen, sent, _ = T2.tier2(
+    rank_item, k, cands, n_chosen, sent, _ = T.tier2(
         case.w, case.items, case.turns, case.params, case.turn, m, case.weights, scratch,
-        np.empty(1, np.int64), 0, K.new_proposal(1), 0)
+        np.empty(1, np.int64), 0, T.new_proposal(1), 0)
     case.strategy.tier2(case.window, case.turn)
     assert [case.enc.ids[i] for i in rank_item[:k]] == list(st.rankings[-1].ranked)
     assert [case.enc.ids[i] for i in cands.item[:n_chosen]] == st.candidate_ids[proposed:]

@@ -145,7 +145,7 @@ def params(loop: Loop, flush_turn: int | None, n_groups: int):
         keys = [np.uint64(key64(f"{broker.llm.backend.seed}/{broker.namespace}/keepback")),
                 np.uint64(key64(f"{broker.seed}/{broker.namespace}/keepback.latency")),
                 np.uint64(key64(""))]
-    from silas_exp.eviction.two_tier.kernel_base import Params
+    from silas_exp.eviction.two_tier.records import Params
 
     return Params(
         total=int(b.total), system_max=int(b.system_max), mask_after=int(b.observation_mask_after_turns),
@@ -174,7 +174,7 @@ def _decode(enc: Encoded, out, loop: Loop, budget: TokenBudget, stats: ReplaySta
     st.needs += map(need_event, zip(*enc.needs, served.tolist(), strict=True))
     st.window_tokens += out.window_tokens.tolist()
     st.evictions += list(zip(out.ev_turn.tolist(), map(ids.__getitem__, out.ev_item.tolist()), strict=True))
-    from silas_exp.eviction.two_tier.kernel_base import COUNTERS
+    from silas_exp.eviction.two_tier.records import COUNTERS
 
     for name, value in zip(COUNTERS, out.counters.tolist(), strict=True):
         setattr(st, name, value)

@@ -1,5 +1,5 @@
 """A session encoded for the compiled loop: the kernel's ``Items`` and
-``Turns`` records (``kernel_base.py``) built column by column, with what the
+``Turns`` records (``records.py``) built column by column, with what the
 decoder needs to turn the loop's log back into records (the items, their
 ctx_ids, the needs, a feedback row's columns, a keep-back prompt line's
 characters). Encodings are kept per session object while it lives: a session
@@ -18,6 +18,7 @@ import numpy as np
 from silas_exp.context.budget import TokenBudget, count_tokens, tokens_of_chars
 from silas_exp.context.features import _CONSTANT_ROW, _CONSTANT_TABLE
 from silas_exp.context.window import MASK_TEMPLATE, one_line
+from silas_exp.eviction.two_tier import records
 from silas_exp.feedback.flush import keepback_line
 from silas_exp.llm.simulated import key64
 from silas_exp.schema.eviction import ContextZone
@@ -25,11 +26,8 @@ from silas_exp.schema.session import KNOWN_KINDS, Session, SessionTruth
 
 
 def _kernel():
-    """The records and codes of the kernel (``kernel_base``), imported on first
-    use: numba's import costs a job that never replays two-tier eviction ~0.4 s."""
-    from silas_exp.eviction.two_tier import kernel_base
-
-    return kernel_base
+    """The kernel's codes and records."""
+    return records
 
 
 # a prompt line's characters besides its ctx_id and snippet (a score in [0, 1] is 4 characters)
