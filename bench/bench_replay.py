@@ -18,7 +18,7 @@ each replaying the same sessions through the context manager:
   the default sweep replays.
 
 Each session is replayed as a job replays it: through the compiled loop
-(``silas_exp/eviction/compiled.py``) when it can stand in, which it can for
+(``silas_exp/eviction/two_tier/compiled.py``) when it can stand in, which it can for
 the control and fitted weights with the simulated main model; every pass
 encodes its sessions anew, as most of a sweep's replays do (a worker
 replays a case ~1.3 times per encoding in the README sweep). ``--engine
@@ -100,16 +100,32 @@ from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
-from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
+from silas_exp.feedback.flush import KeepBackBroker
+
+try:
+    from silas_exp.feedback.flush import MainModel
+except ImportError:  # a tree from before MainModel (--against): its settings held the same defaults
+    from silas_exp.feedback.flush import MainModelSettings as MainModel
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.run import gc_policy
 
 try:
-    from silas_exp.eviction import compiled
-except ImportError:  # a tree from before the compiled loop (--against)
-    compiled = None
+    from silas_exp.eviction.two_tier import compiled
+except ImportError:  # a tree from before the two_tier package (--against)
+    try:
+        from silas_exp.eviction import compiled
+    except ImportError:  # a tree from before the compiled loop
+        compiled = None
 from silas_exp.scorers import ScorerContext, build_scorer, validate_scorer_settings
+
+
+def replay_compiled(strategy, session, truth, budget, stats) -> bool:
+    """Whether the strategy replayed the session through the compiled loop (a
+    tree's own way to ask: the strategy's, or an older tree's compiled module)."""
+    if hasattr(strategy, "replay_compiled"):
+        return strategy.replay_compiled(session, truth, budget, stats)
+    return compiled is not None and compiled.replay_two_tier(session, truth, strategy, budget, stats) is not None
 
 REPO = Path(__file__).resolve().parents[1]
 HORIZON = 20  # the oracle scorer's look-ahead (metrics.horizon)
@@ -182,7 +198,7 @@ def one_pass(sessions, settings, store_path: str, keepbacks: bool,
         scorer = build_scorer(settings, ScorerContext(
             seed=1, namespace=s.session_id, scorer_model="claude-haiku-4-5", llm=llm,
             prompt=prompt, oracle=lambda cid, t, oracle=oracle: oracle.need_score(cid, t, HORIZON)))
-        broker = KeepBackBroker(MainModelSettings("claude-sonnet-4-5", "simulated"), llm, store,
+        broker = KeepBackBroker(MainModel("claude-sonnet-4-5", "simulated"), llm, store,
                                 s.session_id, 1, oracle.max_grade_within)
         strategy = TwoTierEviction(TwoTierSettings(keepbacks=keepbacks), budget, PROFILES[s.profile], scorer, broker,
                                    stats, s.scope_id)
@@ -193,7 +209,7 @@ def one_pass(sessions, settings, store_path: str, keepbacks: bool,
             broker.resolve = timers.wrap("tier 2: keep-backs", broker.resolve)
         # as a job replays: through the compiled loop when it can stand in (the
         # timed parts are the Python loop's: --breakdown replays in Python)
-        if timers or compiled is None or compiled.replay_two_tier(s, truth, strategy, budget, stats) is None:
+        if timers or not replay_compiled(strategy, s, truth, budget, stats):
             replay(s, truth, strategy.step, budget, stats)
         turns += s.turns
     store.close()
@@ -281,7 +297,7 @@ def main() -> None:
                              "or CPython's default")
     parser.add_argument("--engine", choices=("auto", "python"), default="auto",
                         help="auto: as a job replays, through the compiled loop where it can "
-                             "stand in (silas_exp.eviction.compiled); python: the Python loop only "
+                             "stand in (silas_exp.eviction.two_tier.compiled); python: the Python loop only "
                              "(sets SILAS_EXP_REPLAY=python)")
     parser.add_argument("--breakdown", action="store_true",
                         help="one more pass with timers: CPU per part of the Python loop's turn")

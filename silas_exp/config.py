@@ -23,6 +23,7 @@ from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.context.budget import TokenBudget
 from silas_exp.errors import ConfigError, pydantic_error_to_config_error
 from silas_exp.eviction.base import STRATEGIES, StrategySettings, validate_strategy_settings
+from silas_exp.feedback.flush import KeepbackConfig
 from silas_exp.llm.backends import BACKENDS
 from silas_exp.llm.settings import LLMSettings
 from silas_exp.metrics.plugins import case_metric_functions
@@ -44,15 +45,6 @@ class SuiteConfig(_Strict):
     split: Literal["train", "holdout"] | None = None
     holdout: float = Field(default=0.5, gt=0.0, lt=1.0)
     split_seed: int = Field(default=0, ge=0)
-
-
-class KeepbackConfig(_Strict):
-    recall: float = Field(default=0.85, ge=0.0, le=1.0, allow_inf_nan=False)
-    false_keep: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
-    horizon: int = Field(default=20, ge=1)
-    latency_median_ms: float = Field(default=700.0, gt=0, allow_inf_nan=False)
-    latency_sigma: float = Field(default=0.6, ge=0, allow_inf_nan=False)
-    eviction_feedback_timeout_ms: float = Field(default=2000.0, gt=0, allow_inf_nan=False)
 
 
 class ModelConfig(_Strict):

@@ -1,6 +1,12 @@
 """Eviction strategies behind one protocol and one registry (config group
 ``eviction``). A strategy runs once per turn (``step``) and may be asked for
-an explicit flush (``compress``: a compression event, used by probes)."""
+an explicit flush (``compress``: a compression event, used by probes).
+
+A strategy may also replay a whole session faster than the Python loop steps
+it: ``replay_compiled(session, truth, budget, stats, flush_turn) -> bool``
+replays it (True, ``stats`` filled as the Python loop fills them) or declines
+(False, nothing recorded). ``replay_strategy`` asks it first; the strategy
+alone decides, from its settings and the traits its parts' kinds declare."""
 
 from __future__ import annotations
 
@@ -16,9 +22,11 @@ from silas_exp.context.policy import (
     drop_trivial_acks,
     mask_old_tool_results,
 )
+from silas_exp.context.replay import replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.context.window import Window
 from silas_exp.plugins import Kind, Registry
+from silas_exp.schema.session import Session, SessionTruth
 
 
 class EvictionStrategy(Protocol):
@@ -114,6 +122,33 @@ def strategy_kind(name: str, settings: type[StrategySettings], factory: Callable
     or an ``eviction._target_``."""
     return STRATEGIES.kind(name, settings, factory, needs=needs, description=description,
                            evicts_per_turn=evicts_per_turn)
+
+
+def replay_strategy(strategy: EvictionStrategy, session: Session, truth: SessionTruth,
+                    budget: TokenBudget, stats: ReplayStats, flush_turn: int | None = None,
+                    before_step: Callable[[int], None] | None = None) -> ReplayStats:
+    """Replay ``session`` through ``strategy``: ``strategy.step`` every turn
+    (``strategy.compress`` at ``flush_turn``), ``before_step(turn)`` before each
+    step. Through the strategy's own ``replay_compiled`` when it has one and
+    takes the replay; ``before_step`` is then called for every turn after it
+    (a strategy takes a replay only when its scorer keeps no state, so what
+    ``before_step`` asks of it is the same either way)."""
+    replay_compiled = getattr(strategy, "replay_compiled", None)
+    if replay_compiled is not None and replay_compiled(session, truth, budget, stats, flush_turn):
+        if before_step is not None:
+            for turn in range(session.turns):
+                before_step(turn)
+        return stats
+
+    def step(window: Window, turn: int) -> None:
+        if before_step is not None:
+            before_step(turn)
+        if turn == flush_turn:
+            strategy.compress(window, turn)  # a snapshot case: one flush decision
+        else:
+            strategy.step(window, turn)
+
+    return replay(session, truth, step, budget, stats)
 
 
 def validate_strategy_settings(raw: Mapping[str, Any]) -> StrategySettings:

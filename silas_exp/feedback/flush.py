@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from silas_exp.context.stats import tuple_maker
 from silas_exp.context.window import LiveItem, one_line
@@ -64,16 +66,30 @@ SYSTEM = (
 )
 
 
+class KeepbackConfig(BaseModel):
+    """How the main model keeps candidates back (config ``model.keepback``):
+    the simulated main model's recall and false keeps within the look-ahead
+    ``horizon``, its answer latency, and the timeout after which a proposal
+    resolves as ``auto``."""
+
+    model_config = ConfigDict(extra="forbid")
+    recall: float = Field(default=0.85, ge=0.0, le=1.0, allow_inf_nan=False)
+    false_keep: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    horizon: int = Field(default=20, ge=1)
+    latency_median_ms: float = Field(default=700.0, gt=0, allow_inf_nan=False)
+    latency_sigma: float = Field(default=0.6, ge=0, allow_inf_nan=False)
+    eviction_feedback_timeout_ms: float = Field(default=2000.0, gt=0, allow_inf_nan=False)
+
+
 @dataclass(frozen=True)
-class MainModelSettings:
+class MainModel:
+    """The main model that answers flushes: its id, its LLM backend kind, and
+    how it keeps back (the config's ``model.main_id``, ``model.backend`` and
+    ``model.keepback``)."""
+
     model_id: str
     backend: str
-    recall: float = 0.85
-    false_keep: float = 0.05
-    horizon: int = 20
-    latency_median_ms: float = 700.0
-    latency_sigma: float = 0.6
-    timeout_ms: float = 2000.0
+    keepback: KeepbackConfig = field(default_factory=KeepbackConfig)
 
 
 def keepback_line(ctx_id: str, score: float, snippet: str) -> str:
@@ -97,13 +113,19 @@ class KeepBackBroker:
     """Presents proposals to the main model, applies the timeout, records feedback."""
 
     def __init__(
-        self, settings: MainModelSettings, llm, store: FeedbackStore | DiscardingStore, namespace: str, seed: int,
+        self, main: MainModel, llm, store: FeedbackStore | DiscardingStore, namespace: str, seed: int,
         need_within: Callable[[str, int, int], int],
     ) -> None:
-        self.s, self.llm, self.store, self.namespace = settings, llm, store, namespace
+        self.main, self.s = main, main.keepback
+        self.llm, self.store, self.namespace = llm, store, namespace
         self.seed, self._need_within = seed, need_within
         self._latency_draws = KeyedDraws(seed, namespace, "keepback.latency")
         self._last_flush = (-1, 0)  # (turn, flushes at that turn so far)
+
+    @property
+    def fresh(self) -> bool:
+        """Whether the broker has resolved no flush yet (its draws start at the first)."""
+        return self._last_flush == (-1, 0)
 
     def _flush_counter(self, turn: int) -> tuple[int, int]:
         """(turn, k) of this flush: k counts the flushes at ``turn`` (an explicit
@@ -131,21 +153,21 @@ class KeepBackBroker:
             needed[cid] = need_within(cid, turn, horizon)
         counter = self._flush_counter(turn)
         request = LLMRequest(
-            task="keepback", model=self.s.model_id, system=SYSTEM, cache_system=True,
+            task="keepback", model=self.main.model_id, system=SYSTEM, cache_system=True,
             messages=(Message("user", keepback_message(goal, lines)),),
             max_tokens=1024, temperature=0.0, output_schema=KEEPBACK_SCHEMA,
             sim={"needed": needed, "recall": self.s.recall, "false_keep": self.s.false_keep,
                  "draw": counter},
-            deadline_s=self.s.timeout_ms / 1000.0,  # eviction_feedback_timeout_ms
+            deadline_s=self.s.eviction_feedback_timeout_ms / 1000.0,
         )
         excluded: dict[str, str | None] = {}
         resolved_by = "auto"
         latency = 0.0
         try:
             response = self.llm.complete(request, namespace=self.namespace)
-            latency = (self._sim_latency(counter) if self.s.backend == "simulated"
+            latency = (self._sim_latency(counter) if self.main.backend == "simulated"
                        else response.latency_ms)
-            if latency <= self.s.timeout_ms:
+            if latency <= self.s.eviction_feedback_timeout_ms:
                 resolved_by = "llm"
                 reasons = {r["ctx_id"]: r["reason"] for r in response.data.get("reasons", [])}
                 excluded = {cid: reasons.get(cid) for cid in response.data["exclude_ctx_ids"]

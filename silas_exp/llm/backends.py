@@ -31,7 +31,9 @@ def build_backend(settings: LLMSettings, seed: int) -> tuple[LLMBackend, Kind]:
     return BACKENDS.build(settings, {"seed": seed}, {}), kind
 
 
-@BACKENDS.register("simulated", LLMSettings, cached=False,
+# draws_in_process: every answer comes from the simulated responders' keyed draws in
+# this process (a strategy's compiled replay may draw the keep-back answers itself)
+@BACKENDS.register("simulated", LLMSettings, cached=False, draws_in_process=True,
                    description="deterministic simulated models (no network, no key)")
 def _simulated(settings: LLMSettings, granted) -> LLMBackend:
     return SimulatedBackend(granted.seed, settings.simulated_latency_ms)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,12 +18,10 @@ from silas_exp.feedback.calibration import Calibration, ExclusionRates, Rate, ca
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.records import write_json_atomic
 from silas_exp.run import disk_cache
+from silas_exp.run.assemble import JobParts, JobSpec
+from silas_exp.run.case_replay import replay_case
 from silas_exp.scorers.base import SCORERS, CalibrationSpec, calibration_spec
 from silas_exp.scorers.heuristic import HeuristicSettings
-
-if TYPE_CHECKING:
-    from silas_exp.run.job import JobSpec
-    from silas_exp.run.job import _CaseRunner as CaseRunner
 
 _CALIBRATIONS: dict[str, Calibration] = {}
 
@@ -43,26 +40,26 @@ def _calibration_key(cfg: ExperimentConfig, loaded: LoadedSuite, job: JobSpec,
     return disk_cache.cache_key(parts, loaded.root)
 
 
-def _calibrate(cfg: ExperimentConfig, runner: CaseRunner, loaded: LoadedSuite,
-               out_dir: Path) -> Calibration | None:
+def calibrate_job(parts: JobParts, out_dir: Path) -> Calibration | None:
     """Offline calibration: replay the suite's calibration cases under the control
     scorer with the same main model, then fit on the recorded feedback."""
+    cfg, loaded = parts.cfg, parts.loaded
     spec = calibration_spec(cfg.scorer)
     if spec is None:
         return None
-    key = _calibration_key(cfg, loaded, runner.job, spec)
+    key = _calibration_key(cfg, loaded, parts.job, spec)
     if key not in _CALIBRATIONS:
         # deterministic in its key: shared on disk by parallel workers and later runs,
         # unless a plug-in strategy or scorer (code outside the key's digest) is involved
         shared = disk_cache.shareable(STRATEGIES.kind_of(cfg.eviction), SCORERS.kind_of(cfg.scorer))
         if not shared:
-            _CALIBRATIONS[key] = _fit_calibration(cfg, spec, runner, loaded, out_dir)
+            _CALIBRATIONS[key] = _fit_calibration(spec, parts, out_dir)
             return _CALIBRATIONS[key]
         cached = disk_cache.entry_path(cfg.paths.cache, "calibration", key, ".json")
         _CALIBRATIONS[key] = disk_cache.computed_once(  # a worker fitting it now: wait and read
             cached,
             lambda p: _calibration_from_json(json.loads(p.read_text())) if p.is_file() else None,
-            lambda: _fit_calibration(cfg, spec, runner, loaded, out_dir),
+            lambda: _fit_calibration(spec, parts, out_dir),
             lambda p, cal: write_json_atomic(p, calibration_to_json(cal)))
     return _CALIBRATIONS[key]
 
@@ -83,8 +80,8 @@ def _calibration_from_json(data: dict) -> Calibration:
                        int(data["n_candidates"]))
 
 
-def _fit_calibration(cfg: ExperimentConfig, spec: CalibrationSpec, runner: CaseRunner,
-                     loaded: LoadedSuite, out_dir: Path) -> Calibration:
+def _fit_calibration(spec: CalibrationSpec, parts: JobParts, out_dir: Path) -> Calibration:
+    cfg, loaded = parts.cfg, parts.loaded
     cases = loaded.calibration_cases
     if not cases:
         raise RunError(
@@ -95,10 +92,10 @@ def _fit_calibration(cfg: ExperimentConfig, spec: CalibrationSpec, runner: CaseR
     store = FeedbackStore(out_dir / "calibration_feedback.sqlite", fresh=True)
     cal_cfg = cfg.model_copy(update={"eviction": cfg.eviction.model_copy(
         update={"explore_rate": spec.explore_rate})}) if hasattr(cfg.eviction, "explore_rate") else cfg
-    cal_runner = type(runner)(cal_cfg, runner.job, loaded, runner.llm, store)
+    cal_parts = parts.with_store(store, cal_cfg)
     control = HeuristicSettings(weights=base)
     for case in cases:
-        cal_runner.replay_case(case, control, None)  # feedback lands in the store
+        replay_case(cal_parts, case, control, None)  # feedback lands in the store
     result = calibrate(store.dataset(), base.vector(), l2=spec.l2)
     store.close()
     return result

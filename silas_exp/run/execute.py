@@ -40,7 +40,7 @@ def warm_up() -> None:
     import scipy.optimize  # noqa: F401
     import scipy.stats  # noqa: F401
 
-    from silas_exp.eviction import compiled
+    from silas_exp.eviction.two_tier import compiled
 
     compiled.warm_up()
 

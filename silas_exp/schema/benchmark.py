@@ -37,6 +37,9 @@ class BenchmarkExpected(_Model):
     metric_thresholds: dict[str, float] | None = None
 
 
+CALIBRATION_TAG = "calibration"  # a case tagged so feeds offline calibration, never the scores
+
+
 class BenchmarkCase(_Model):
     case_id: str
     description: str

@@ -26,7 +26,7 @@ class WeightsSettings(ScorerSettings):
 
 
 @register_scorer(
-    "weights", WeightsSettings, needs={"calibration"},
+    "weights", WeightsSettings, needs={"calibration"}, linear=True,
     calibration=lambda s: CalibrationSpec(s.base, s.explore_rate, s.l2),
     description="variant A: logistic-regression weights fitted offline on feedback",
 )

@@ -88,6 +88,7 @@ class LinearScorer:
         return None
 
 
-@register_scorer("heuristic", HeuristicSettings, description="control: hand-set weights, no feedback")
+@register_scorer("heuristic", HeuristicSettings, linear=True,
+                 description="control: hand-set weights, no feedback")
 def _build(settings: HeuristicSettings, ctx: ScorerContext) -> LinearScorer:
     return LinearScorer("heuristic", settings.weights.vector())

@@ -1,4 +1,4 @@
-"""The compiled replay loop (silas_exp.context.kernel, silas_exp.eviction.compiled)
+"""The compiled replay loop (silas_exp.eviction.two_tier: kernel.py, compiled.py)
 against the Python one it stands in for.
 
 - Its primitives give the Python functions' bits: splitmix64, the flush key,
@@ -30,15 +30,14 @@ import pytest
 from omegaconf import OmegaConf
 
 from silas_exp.config import validate
-from silas_exp.context import kernel as K
 from silas_exp.context.budget import PROFILES, TokenBudget
 from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
-from silas_exp.eviction import compiled
-from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
-from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
+from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings, compiled
+from silas_exp.eviction.two_tier import kernel as K
+from silas_exp.feedback.flush import KeepBackBroker, KeepbackConfig, MainModel
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.llm.simulated import KeyedDraws, mix64
@@ -103,8 +102,8 @@ def _replay(name: str, engine: str, tmp_path, scorer_name: str = "heuristic"):
     oracle, stats = NeedOracle(truth), ReplayStats(flush_log=[])
     scorer = build_scorer(validate_scorer_settings({"name": scorer_name}), ScorerContext(
         seed=5, namespace=name, scorer_model="claude-haiku-4-5", llm=llm))
-    main = MainModelSettings("claude-sonnet-4-5", "simulated",
-                             **{k: opts[k] for k in ("false_keep", "latency_median_ms", "recall") if k in opts})
+    main = MainModel("claude-sonnet-4-5", "simulated", KeepbackConfig(
+        **{k: opts[k] for k in ("false_keep", "latency_median_ms", "recall") if k in opts}))
     broker = KeepBackBroker(main, llm, store, f"{name}/r0", 5, oracle.max_grade_within)
     settings = TwoTierSettings(keepbacks=opts.get("keepbacks", True),
                                zone_cap_factor=opts.get("zone_cap_factor", 1.25))
@@ -112,7 +111,7 @@ def _replay(name: str, engine: str, tmp_path, scorer_name: str = "heuristic"):
                                session.scope_id)
     flush_turn = opts.get("flush_turn")
     if engine == "compiled":
-        assert compiled.replay_two_tier(session, truth, strategy, budget, stats, flush_turn) is stats
+        assert strategy.replay_compiled(session, truth, budget, stats, flush_turn)
     else:
         def step(window, turn):
             (strategy.compress if turn == flush_turn else strategy.step)(window, turn)
@@ -181,7 +180,7 @@ def _strategy(tmp_path, *, scorer="heuristic", explore=0.0, main_backend="simula
     built = build_scorer(validate_scorer_settings({"name": scorer}), ScorerContext(
         seed=1, namespace="x", scorer_model="h", llm=llm,
         oracle=lambda cid, t: oracle.need_score(cid, t, 20)))
-    broker = KeepBackBroker(MainModelSettings("m", main_backend), llm, FeedbackStore(tmp_path / "f.sqlite"),
+    broker = KeepBackBroker(MainModel("m", main_backend), llm, FeedbackStore(tmp_path / "f.sqlite"),
                             "x", 1, oracle.max_grade_within)
     strategy = TwoTierEviction(TwoTierSettings(explore_rate=explore), budget, PROFILES[session.profile],
                                built, broker, stats, session.scope_id)
@@ -198,16 +197,16 @@ def test_what_the_loop_cannot_replay_is_left_to_python(case, tmp_path, monkeypat
     if case == "variable":
         monkeypatch.setenv(compiled.ENGINE_VARIABLE, "python")
     session, truth, strategy, budget, stats = _strategy(tmp_path, **kw)
-    assert compiled.replay_two_tier(session, truth, strategy, budget, stats) is None
+    assert not strategy.replay_compiled(session, truth, budget, stats)
     assert stats == ReplayStats() and strategy.broker.store.count() == 0
     if case != "variable":
-        assert compiled.ineligible(strategy)
+        assert strategy.compiled_ineligible()
 
 
 def test_the_control_is_replayed_compiled(tmp_path):
     session, truth, strategy, budget, stats = _strategy(tmp_path)
-    assert compiled.ineligible(strategy) is None
-    assert compiled.replay_two_tier(session, truth, strategy, budget, stats) is stats
+    assert strategy.compiled_ineligible() is None
+    assert strategy.replay_compiled(session, truth, budget, stats)
     assert stats.turns == session.turns and stats.proposals > 0
 
 
@@ -230,21 +229,23 @@ def test_a_job_gives_the_same_results_either_way(scorer, compose, tmp_path, monk
     weights (the reference scored after the replay): every case result and job
     metric as the Python loop gives them."""
     from silas_exp.run import calibration as calibration_module
-    from silas_exp.run import job as job_module
+    from silas_exp.run import references
 
     results = {}
     taken: list[bool] = []
 
+    replay_compiled = TwoTierEviction.replay_compiled
+
     def counted(*args, **kwargs):
-        replayed = compiled.replay_two_tier(*args, **kwargs)
-        taken.append(replayed is not None)
+        replayed = replay_compiled(*args, **kwargs)
+        taken.append(replayed)
         return replayed
 
-    monkeypatch.setattr(job_module, "replay_two_tier", counted)
+    monkeypatch.setattr(TwoTierEviction, "replay_compiled", counted)
     for engine in ("python", "auto"):
         monkeypatch.setenv(compiled.ENGINE_VARIABLE, engine)
         monkeypatch.setattr(calibration_module, "_CALIBRATIONS", {})
-        monkeypatch.setattr(job_module, "_REFERENCES", type(job_module._REFERENCES)())
+        monkeypatch.setattr(references, "_REFERENCES", type(references._REFERENCES)())
         # a cache folder each: the first run's calibration and reference stay out of the second's
         results[engine] = _job(compose, tmp_path / engine, f"scorer={scorer}",
                                f"paths.cache={tmp_path / engine / 'cache'}")
@@ -285,5 +286,5 @@ def test_warm_up_loads_the_one_specialization_replays_use(tmp_path):
     compiled.warm_up()
     assert len(K.replay_kernel.signatures) == 1
     session, truth, strategy, budget, stats = _strategy(tmp_path)
-    assert compiled.replay_two_tier(session, truth, strategy, budget, stats) is stats
+    assert strategy.replay_compiled(session, truth, budget, stats)
     assert len(K.replay_kernel.signatures) == 1

@@ -13,7 +13,7 @@ from silas_exp.context.budget import TokenBudget, ZoneShares
 from silas_exp.context.stats import ReplayStats
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
-from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
+from silas_exp.feedback.flush import KeepBackBroker, KeepbackConfig, MainModel
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.llm.base import LLMRequest, Message
@@ -48,9 +48,9 @@ class FailingScorer:
 
 def _broker(store, needed=frozenset(), recall=1.0, latency_median_ms=10.0, timeout_ms=2000.0):
     llm = build_client(LLMSettings(cache_mode="off"), seed=3, cache_dir=None)
-    settings = MainModelSettings("claude-sonnet-4-5", "simulated", recall=recall, false_keep=0.0,
-                                 latency_median_ms=latency_median_ms, latency_sigma=0.0,
-                                 timeout_ms=timeout_ms)
+    settings = MainModel("claude-sonnet-4-5", "simulated", KeepbackConfig(
+        recall=recall, false_keep=0.0, latency_median_ms=latency_median_ms, latency_sigma=0.0,
+        eviction_feedback_timeout_ms=timeout_ms))
     return KeepBackBroker(settings, llm, store, "ns", 3,
                           lambda cid, turn, h: 3 if cid in needed else 0)
 

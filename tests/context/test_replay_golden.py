@@ -48,10 +48,9 @@ from silas_exp.context.replay import NeedOracle, replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import fitted_shares, peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
-from silas_exp.eviction.compiled import ineligible, replay_two_tier
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
 from silas_exp.feedback.calibration import calibrate
-from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
+from silas_exp.feedback.flush import KeepBackBroker, KeepbackConfig, MainModel
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.metrics.context import case_metrics
@@ -184,8 +183,8 @@ def _run(name: str, variant: str, calibration, store_path: Path,
         oracle=lambda cid, t: oracle.need_score(cid, t, HORIZON)))
     if variant == "flaky":
         scorer = FlakyScorer(scorer)
-    main = MainModelSettings("claude-sonnet-4-5", "simulated",
-                             false_keep=0.9 if variant == "hoarder" else 0.05)
+    main = MainModel("claude-sonnet-4-5", "simulated",
+                     KeepbackConfig(false_keep=0.9 if variant == "hoarder" else 0.05))
     broker = KeepBackBroker(main, llm, store, namespace, 7, oracle.max_grade_within)
     keepbacks = variant != "no_keepbacks"
     strategy = TwoTierEviction(TwoTierSettings(keepbacks=keepbacks), budget, shares, scorer,
@@ -208,8 +207,8 @@ def _run(name: str, variant: str, calibration, store_path: Path,
             strategy.step(window, turn)
 
     if engine == "compiled":
-        assert replay_two_tier(session, truth, strategy, budget, stats, flush_turn) is not None, \
-            f"{name}/{variant}: {ineligible(strategy)}"
+        assert strategy.replay_compiled(session, truth, budget, stats, flush_turn), \
+            f"{name}/{variant}: {strategy.compiled_ineligible()}"
         for turn in sorted(t for t in by_turn if t < session.turns):
             for f in by_turn[turn]:
                 got = on_grid(scorer.score(list(f.items), turn))
@@ -256,7 +255,7 @@ def _calibration(tmp: Path):
         oracle, stats = NeedOracle(truth), ReplayStats()
         scorer = build_scorer(validate_scorer_settings({"name": "heuristic"}),
                               ScorerContext(seed=7, namespace=f"cal{seed}", scorer_model="h"))
-        broker = KeepBackBroker(MainModelSettings("claude-sonnet-4-5", "simulated"), llm, store,
+        broker = KeepBackBroker(MainModel("claude-sonnet-4-5", "simulated"), llm, store,
                                 f"cal{seed}", 7, oracle.max_grade_within)
         strategy = TwoTierEviction(TwoTierSettings(explore_rate=0.15), budget,
                                    PROFILES[session.profile], scorer, broker, stats, session.scope_id)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from silas_exp.feedback.flush import KeepBackBroker, MainModelSettings
+from silas_exp.feedback.flush import KeepBackBroker, KeepbackConfig, MainModel
 from silas_exp.feedback.store import DiscardingStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.llm.base import LLMRequest, Message
@@ -85,8 +85,8 @@ class _Item:
 @pytest.mark.parametrize("sigma", [0.6, 1.5])
 def test_flush_latency_is_log_normal_and_keyed_by_the_flush(sigma):
     llm = build_client(LLMSettings(cache_mode="off"), seed=3, cache_dir=None)
-    settings = MainModelSettings("m", "simulated", latency_median_ms=700.0, latency_sigma=sigma,
-                                 timeout_ms=1e9)
+    settings = MainModel("m", "simulated", KeepbackConfig(
+        latency_median_ms=700.0, latency_sigma=sigma, eviction_feedback_timeout_ms=1e9))
     broker = KeepBackBroker(settings, llm, DiscardingStore(), "r0-s3/case", 3, lambda c, t, h: 0)
     items = {"a": _Item("a")}
     lat = np.array([broker.resolve(_proposal(t, ["a"]), items, t).latency_ms for t in range(3000)])

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from silas_exp.config import validate
 from silas_exp.run import calibration as calibration_module
-from silas_exp.run import job as job_module
+from silas_exp.run import references
 from silas_exp.run.job import make_job, run_job
 
 
@@ -27,7 +27,7 @@ def _run(compose, out, *overrides):
 
 def test_measurement_calls_are_overhead_not_the_variants_own(compose, tmp_path, monkeypatch):
     monkeypatch.setattr(calibration_module, "_CALIBRATIONS", {})
-    monkeypatch.setattr(job_module, "_REFERENCES", type(job_module._REFERENCES)())
+    monkeypatch.setattr(references, "_REFERENCES", type(references._REFERENCES)())
     cold, cold_cases = _run(compose, tmp_path / "cold", "scorer=weights")  # fits, replays the control
     warm, warm_cases = _run(compose, tmp_path / "warm", "scorer=weights")  # both held in the process
     assert cold["llm.overhead.calls"] > 0 and warm["llm.overhead.calls"] == 0

@@ -8,7 +8,7 @@ import json
 
 from omegaconf import OmegaConf
 
-import silas_exp.run.job as runner
+import silas_exp.run.references as references
 from silas_exp.config import validate
 from silas_exp.context.budget import TokenBudget
 from silas_exp.data.suites import loader
@@ -71,11 +71,11 @@ def test_bounded_control_flush_logs_give_the_same_results(compose, tmp_path, mon
     """A variant after the control in one process: with every flush log kept, and
     with only one kept (the others replayed again), its results are the same."""
     def variant_after_control(name):
-        runner._REFERENCES.clear()
+        references._REFERENCES.clear()
         _job(compose, tmp_path / name / "control", "scorer=heuristic")
         return _comparable(_job(compose, tmp_path / name / "variant", "scorer=weights"))
 
     kept = variant_after_control("all")
-    monkeypatch.setattr(runner, "REFERENCE_CASES", 1)
+    monkeypatch.setattr(references, "REFERENCE_CASES", 1)
     assert variant_after_control("one") == kept
-    assert len(runner._REFERENCES) == 1
+    assert len(references._REFERENCES) == 1

@@ -22,8 +22,8 @@ from silas_exp.context.replay import replay
 from silas_exp.context.stats import ReplayStats
 from silas_exp.context.window import Window
 from silas_exp.data.suites.generator import generate_session, spec_for
-from silas_exp.data.suites.loader import CALIBRATION_TAG
 from silas_exp.schema.benchmark import (
+    CALIBRATION_TAG,
     BenchmarkCase,
     BenchmarkExpected,
     BenchmarkInput,

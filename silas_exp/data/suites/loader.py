@@ -26,13 +26,12 @@ from silas_exp.data.suites.expected import expected_problems
 from silas_exp.errors import SuiteError, SuiteWarning
 from silas_exp.facts.fact import Fact, norm
 from silas_exp.probes.schema import ProbePlan
-from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkSuite
+from silas_exp.schema.benchmark import CALIBRATION_TAG, BenchmarkCase, BenchmarkSuite
 from silas_exp.schema.session import Session, SessionTruth
 
 if TYPE_CHECKING:
     from silas_exp.data.suites.pool import Pool
 
-CALIBRATION_TAG = "calibration"
 HUMAN_LABELS = "human_labels.json"  # {case_id: "pass" | "fail" | free text}
 
 

@@ -1,0 +1,57 @@
+"""One replay of a case with a job's parts: the case's session through its
+strategy, and, given the control's flush proposals on the case (the
+reference), the case's scorer scoring those same candidates at their turns:
+exclusion prediction on a shared set. The job's cases, its calibration
+replays and the control's reference replays all replay here."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from silas_exp.context.replay import NeedOracle
+from silas_exp.context.stats import Flush, ReplayStats
+from silas_exp.data.suites.loader import session_case
+from silas_exp.eviction.base import replay_strategy
+from silas_exp.feedback.calibration import Calibration
+from silas_exp.metrics.classification import roc_auc
+from silas_exp.run.assemble import JobParts
+from silas_exp.schema.benchmark import BenchmarkCase
+from silas_exp.scorers import ScorerUnavailable
+from silas_exp.scorers.grid import on_grid
+
+
+def replay_case(parts: JobParts, case: BenchmarkCase, scorer_settings: Any,
+                calibration: Calibration | None, reference: list[Flush] | None = None,
+                record: bool = False) -> tuple[ReplayStats, NeedOracle, dict[str, float]]:
+    """Replay one case; (stats, need oracle, the shared-set metrics). With
+    ``reference``, the case's scorer also scores those candidates at their
+    turns, before its own step. ``record``: keep every flush in
+    ``stats.flush_log``."""
+    sc = session_case(parts.loaded, case, parts.cfg.budget)
+    oracle, stats = NeedOracle(sc.truth), ReplayStats(flush_log=[] if record else None)
+    built = parts.case_parts(sc, f"{parts.job.namespace}/{case.case_id}", scorer_settings,
+                             calibration, oracle, stats)
+    scorer = built.scorer
+    by_turn: dict[int, list[Flush]] = {}
+    for f in reference or ():
+        by_turn.setdefault(f.turn, []).append(f)
+    scores: list[float] = []
+    labels: list[bool] = []
+
+    def score_reference(turn: int) -> None:
+        for f in by_turn.get(turn, ()):
+            try:
+                got = on_grid(scorer.score(list(f.items), turn))
+            except ScorerUnavailable:
+                continue  # a failed call scores nothing; the AUC uses the calls that answered
+            scores.extend(got[i.ctx_id] for i in f.items)
+            labels.extend(f.kept)
+
+    replay_strategy(built.strategy, sc.session, sc.truth, sc.budget, stats, sc.flush_turn,
+                    score_reference if by_turn else None)
+    shared: dict[str, float] = {}
+    if reference is not None:
+        shared = {"feedback.exclusion_auc": roc_auc(scores, labels) if scores else math.nan,
+                  "feedback.reference_flushes": float(len(reference))}
+    return stats, oracle, shared

@@ -1,0 +1,117 @@
+"""The control's flush proposals on a case and the main model's keep-backs
+on them: the reference set every variant's scorer also scores (exclusion
+prediction on the same candidates). Recorded once and shared by every
+variant: in this process (most recently used kept), and through the disk
+cache by the other workers of the sweep and later runs (the control job
+writes its own; a variant that asks first replays them)."""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from functools import cached_property
+from pathlib import Path
+
+from silas_exp.config import ExperimentConfig
+from silas_exp.context.stats import Flush
+from silas_exp.eviction.base import STRATEGIES
+from silas_exp.feedback.store import DiscardingStore
+from silas_exp.run import disk_cache
+from silas_exp.run.assemble import JobParts
+from silas_exp.run.case_replay import replay_case
+from silas_exp.schema.benchmark import BenchmarkCase
+from silas_exp.scorers import ScorerSettings, validate_scorer_settings
+from silas_exp.scorers.base import SCORERS
+
+# the control's flush logs, most recently used last: the variants of a sweep that
+# runs in one process reuse them; beyond REFERENCE_CASES (a large suite) the
+# oldest go and are replayed again when asked (deterministic, as in another process)
+REFERENCE_CASES = 256
+_REFERENCES: OrderedDict[str, list[Flush]] = OrderedDict()
+
+
+def _remember(key: str, flushes: list[Flush]) -> list[Flush]:
+    _REFERENCES[key] = flushes
+    _REFERENCES.move_to_end(key)
+    while len(_REFERENCES) > REFERENCE_CASES:
+        _REFERENCES.popitem(last=False)
+    return flushes
+
+
+def control_scorer(cfg: ExperimentConfig) -> ScorerSettings:
+    return validate_scorer_settings({"name": cfg.analysis.controls.get("scorer", "heuristic")})
+
+
+def scores_candidates(cfg: ExperimentConfig) -> bool:
+    """The strategy lets the scorer score flush candidates: exclusion AUC on
+    the control's candidates applies."""
+    return "scorer" in STRATEGIES.kind_of(cfg.eviction).needs
+
+
+def is_control(cfg: ExperimentConfig) -> bool:
+    return cfg.scorer == control_scorer(cfg)
+
+
+class References:
+    """The reference flushes of a job's cases."""
+
+    def __init__(self, parts: JobParts) -> None:
+        self.parts = parts
+
+    def key(self, case: BenchmarkCase) -> str:
+        cfg, job = self.parts.cfg, self.parts.job
+        return json.dumps([str(self.parts.loaded.root), case.case_id, job.seed, job.namespace,
+                           control_scorer(cfg).model_dump(), cfg.model.model_dump(),
+                           cfg.eviction.model_dump(), cfg.budget.model_dump()],
+                          sort_keys=True, default=str)
+
+    def of(self, case: BenchmarkCase) -> list[Flush]:
+        """The reference flushes of ``case``: kept, on disk, or replayed now."""
+        key = self.key(case)
+        if key in _REFERENCES:
+            _REFERENCES.move_to_end(key)
+            return _REFERENCES[key]
+        entry = self._entry(key)
+        if entry is None:
+            return _remember(key, self._replay(case))
+        # a worker replaying them now: wait and read
+        return _remember(key, disk_cache.computed_once(
+            entry, disk_cache.read_pickle, lambda: self._replay(case), disk_cache.write_pickle))
+
+    def share(self, case: BenchmarkCase, flushes: list[Flush]) -> None:
+        """The control job's own flushes are the reference: keep them, and on
+        disk for the variants that other workers run (written whole: a variant
+        that replayed them meanwhile writes the same)."""
+        key = self.key(case)
+        _remember(key, flushes)
+        entry = self._entry(key)
+        if entry is not None and not entry.is_file():
+            disk_cache.write_pickle(entry, flushes)
+
+    def _replay(self, case: BenchmarkCase) -> list[Flush]:
+        parts = self.parts.with_store(DiscardingStore())
+        with parts.llm.charged_to(parts.overhead):  # a measurement, not this variant's own calls
+            stats, _, _ = replay_case(parts, case, control_scorer(parts.cfg), None, record=True)
+        return stats.flush_log or []
+
+    @cached_property
+    def _disk_key(self) -> str | None:
+        """What every reference this job keeps on disk depends on besides its
+        case: the code and the suite's files, read once per job (a stat of every
+        file of the suite: once per case would grow with the suite squared).
+        None for a plug-in strategy or control scorer (code outside the cache
+        key's digest), a dry run (no real answers) or ``llm.cache_mode=off``."""
+        cfg = self.parts.cfg
+        llm = cfg.llm
+        kinds = STRATEGIES.kind_of(cfg.eviction), SCORERS.kind_of(control_scorer(cfg))
+        if llm.dry_run or llm.cache_mode == "off" or not disk_cache.shareable(*kinds):
+            return None
+        return disk_cache.cache_key({"reference": "", "llm": [llm.backend, llm.base_url]},
+                                    self.parts.loaded.root)
+
+    def _entry(self, key: str) -> Path | None:
+        """Where the reference of ``key`` is kept on disk; None: in the process only."""
+        if self._disk_key is None:
+            return None
+        return disk_cache.entry_path(self.parts.cfg.paths.cache, "reference",
+                                     f"{self._disk_key}\n{key}", ".pkl")
