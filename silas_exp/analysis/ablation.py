@@ -141,7 +141,7 @@ def _compare(data: SweepData, variant: str, control: str, metric: str, s: Analys
                       paired_permutation(per_case, seed=s.seed).pvalue,
                       paired_wilcoxon(per_case).pvalue, math.nan, cohens_dz(per_case), len(m),
                       m.shape[1], int(np.sum(~np.isnan(m))), margin, Verdict.NO_DIFFERENCE,
-                      sprt=sprt, control_mean=cmean, control_sd=csd)
+                      sprt=sprt, control_mean=cmean, control_sd=csd, confidence=s.confidence)
 
 
 def _paired_mean(values: np.ndarray) -> tuple[float, float]:

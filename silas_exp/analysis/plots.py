@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from silas_exp.analysis.decision import margin_text
-from silas_exp.analysis.result import AblationResult
+from silas_exp.analysis.result import AblationResult, Comparison
 from silas_exp.metrics.names import display_name
 from silas_exp.metrics.numbers import interval, percent, signed
 from silas_exp.metrics.registry import spec
@@ -18,6 +18,14 @@ def load_pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def ci_label(rows: list[Comparison]) -> str:
+    """"95% CI", or the levels of each variant's own look: "CI at 95.69–99.75%"."""
+    levels = sorted({c.confidence for c in rows})
+    if len(levels) == 1:
+        return f"{percent(levels[0])} CI"
+    return f"CI at {percent(levels[0])}–{percent(levels[-1])}, each variant at its own look"
 
 
 def delta_plot(r: AblationResult, metric: str, out: Path) -> Path | None:
@@ -44,7 +52,7 @@ def delta_plot(r: AblationResult, metric: str, out: Path) -> Path | None:
     ax.set_yticks(list(ys), [c.variant for c in rows])
     ax.set_ylim(-0.6, len(rows) - 0.4)
     arrow = "← better" if lower else "→ better"
-    ax.set_xlabel(f"Δ {display_name(metric)} vs {r.control} ({percent(r.confidence)} CI) {arrow}")
+    ax.set_xlabel(f"Δ {display_name(metric)} vs {r.control} ({ci_label(rows)}) {arrow}")
     fig.tight_layout()
     path = out / f"delta_{metric.replace('.', '_')}.png"
     fig.savefig(path, dpi=110)
@@ -90,7 +98,7 @@ def pareto_plot(r: AblationResult, out: Path, x: str = "context.tokens_per_serve
     ax.axvline(0, color="black", lw=0.5)
     ax.margins(x=0.3, y=0.25)  # room for the labels inside the axes
     ax.set_xlabel(f"Δ {display_name(x)} vs control ({spec(x).arrow()}), "
-                  f"{percent(r.confidence)} CI")
+                  f"{ci_label([p[2] for p in points])}")
     ax.set_ylabel(f"Δ {display_name(y)} vs control ({spec(y).arrow()})")
     ax.set_title("Each variant against the control on that variant's own cases", fontsize=9)
     ax.legend(loc="best", fontsize=8)

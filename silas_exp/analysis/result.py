@@ -41,6 +41,7 @@ class Comparison:
     # the control on the same (case, repeat) pairs as ``mean``: control_mean + delta = mean
     control_mean: float = math.nan
     control_sd: float = math.nan
+    confidence: float = math.nan  # of the CI (a sequential study: the look it stopped at)
 
 
 @dataclass
