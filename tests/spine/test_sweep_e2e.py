@@ -81,7 +81,7 @@ def test_failed_job_ends_failed_and_next_job_gets_fresh_run(cli, tmp_path):
 
 
 @pytest.mark.parametrize("args,expect", [
-    (["scorer=magic"], ["scorer/magic", "heuristic", "weights"]),
+    (["scorer=magic"], ["scorer=magic: 'magic' is not an option", "heuristic", "weights"]),
     (["scorer.weights.zone.chronicle=-1"], ["scorer.weights.zone.chronicle", "-1", "greater than"]),
     (["scorer.weights.age_decay=nan"], ["scorer.weights.age_decay", "finite"]),
     (["repeats=0"], ["repeats", "greater than or equal to 1"]),
