@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.stats import Outcome
 from silas_exp.study.control import set_planned_jobs
 from silas_exp.study.looks import review
 from silas_exp.study.state import AdaptiveState
@@ -102,7 +103,7 @@ def run_rounds(study: Study, state: AdaptiveState, round_jobs: Callable[[int, li
         for v, why in state.closed.items():
             if why["round"] == at:
                 log.info(f"{what}: {v} stops after {state.unit} {at}: "
-                         f"{why['outcome']} — {why['why']}")
+                         f"{Outcome(why['outcome']).words} — {why['why']}")
 
     return run_looks(state, study.variants, round_jobs, launch_counted, look, before)
 

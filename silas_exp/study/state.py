@@ -16,6 +16,7 @@ from pathlib import Path
 
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.records import ADAPTIVE_FILE, JobResult, write_json_atomic
+from silas_exp.stats import Outcome
 from silas_exp.stats.sequential import look_confidence, look_rounds, spending_confidences
 
 _FOUND = ("control", "closed", "looked")  # what the looks found, as opposed to the plan
@@ -133,11 +134,11 @@ def adaptive_notes(state: AdaptiveState) -> list[str]:
                  f"after blocks {', '.join(map(str, state.looks))} ({plan})"]
         notes += [f"{v} stopped after block {c['round']} ({min(c['round'] * size, state.pool_cases or 0)} "
                   f"cases, read at {state.confidence_at(c['round']):.2%} confidence): "
-                  f"{c['outcome']} — {c['why']}" for v, c in sorted(state.closed.items())]
+                  f"{Outcome(c['outcome']).words} — {c['why']}" for v, c in sorted(state.closed.items())]
         return notes
     notes = [f"repeats=auto: verdicts looked at after rounds "
              f"{', '.join(map(str, state.looks))} (Bonferroni alpha spending over "
              f"{len(state.looks)} looks: each at {state.confidence:.2%} two-sided confidence)"]
-    notes += [f"{v} stopped after {c['round']} repeat(s): {c['outcome']} — {c['why']}"
+    notes += [f"{v} stopped after {c['round']} repeat(s): {Outcome(c['outcome']).words} — {c['why']}"
               for v, c in sorted(state.closed.items())]
     return notes
