@@ -51,6 +51,7 @@ from silas_exp.run import disk_cache
 from silas_exp.run.calibration import _calibrate
 from silas_exp.run.failures import FailureLog
 from silas_exp.run.failures import write as write_failures
+from silas_exp.run.inflight import in_case_order
 from silas_exp.run.tally import CaseTally
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkResult, BenchmarkRun
 from silas_exp.scorers import (
@@ -385,8 +386,8 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
             calibration = _calibrate(cfg, runner, loaded, out_dir)
         tally = CaseTally()
         with CaseLog(out_dir / CASES_FILE) as log:  # per-case results go to disk as they come
-            for i, case in enumerate(cases):
-                result = runner.run_case(case, calibration)
+            for i, (case, result) in enumerate(in_case_order(  # several in flight: run/inflight.py
+                    runner, cases, lambda part, case: part.run_case(case, calibration))):
                 store.flush()  # the case's feedback is on disk before its result
                 log.append(result)
                 tally.add(result, case.expected.mode)
