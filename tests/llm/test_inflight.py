@@ -1,5 +1,5 @@
 """Cases in flight together against the local Messages API server: the same
-results as one case at a time."""
+results as one case at a time, and a server's rate limit honoured."""
 
 from __future__ import annotations
 
@@ -93,6 +93,26 @@ def test_cases_in_flight_give_the_one_at_a_time_results(compose, server, tmp_pat
     assert _cache_keys(tmp_path / "many") == _cache_keys(tmp_path / "one")
     assert _untimed(many.metrics) == _untimed(one.metrics)
     assert one.metrics["llm.calls"] > 0 and one.metrics["llm.errors"] == 0
+
+
+def test_a_servers_concurrency_limit_slows_the_job_without_errors(compose, server, tmp_path,
+                                                                  monkeypatch, capsys):
+    """Beyond K requests at once the server answers 429 with retry-after: the
+    limiter holds the job's calls back to what the server accepts, and the
+    job ends with every case scored and no call failed."""
+    server.latency_s, server.max_concurrent = 0.02, 2
+    outcome = _job(compose, server, tmp_path / "limited", "suite.max_cases=6",
+                   monkeypatch=monkeypatch, scorer="heuristic")
+    cases = _cases(outcome)
+    assert len(cases) == 6 and all(c["status"] in ("pass", "fail") for c in cases), cases
+    assert outcome.metrics["llm.errors"] == 0, {k: v for k, v in outcome.metrics.items() if "llm" in k}
+    assert outcome.metrics["llm.overhead.errors"] == 0
+    limited, answered = server.counts["rate_limit"], server.counts["ok"]
+    assert server.max_in_flight == 2
+    assert limited > 0  # the job did reach the limit ...
+    assert limited < 0.1 * answered, (limited, answered)  # ... and was held to it
+    out = capsys.readouterr().out
+    assert "calls/s" in out and "answered 429" in out
 
 
 def _runner(latency_ms: float, max_connections: int = 10) -> SimpleNamespace:
