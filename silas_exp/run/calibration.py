@@ -19,6 +19,7 @@ from silas_exp.feedback.calibration import Calibration, ExclusionRates, Rate, ca
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.records import write_json_atomic
 from silas_exp.run import disk_cache
+from silas_exp.run.inflight import in_case_order
 from silas_exp.scorers.base import SCORERS, CalibrationSpec, calibration_spec
 from silas_exp.scorers.heuristic import HeuristicSettings
 
@@ -97,8 +98,9 @@ def _fit_calibration(cfg: ExperimentConfig, spec: CalibrationSpec, runner: CaseR
         update={"explore_rate": spec.explore_rate})}) if hasattr(cfg.eviction, "explore_rate") else cfg
     cal_runner = type(runner)(cal_cfg, runner.job, loaded, runner.llm, store)
     control = HeuristicSettings(weights=base)
-    for case in cases:
-        cal_runner.replay_case(case, control, None)  # feedback lands in the store
+    for _ in in_case_order(cal_runner, cases, lambda part, case: part.replay_case(case, control, None),
+                           "calibration cases"):
+        pass  # feedback lands in the store, in case order
     result = calibrate(store.dataset(), base.vector(), l2=spec.l2)
     store.close()
     return result
