@@ -25,6 +25,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -32,7 +33,7 @@ import jsonschema
 
 from silas_exp.errors import ConfigError, LLMError
 from silas_exp.llm.base import LLMRequest, LLMResponse, Usage, request_json
-from silas_exp.llm.limiter import RateLimiter
+from silas_exp.llm.limiter import RateLimiter, SharedPause
 from silas_exp.llm.retry import RETRYABLE, backoff, retry_after_s
 from silas_exp.llm.settings import LLMSettings
 
@@ -159,7 +160,10 @@ class AnthropicBackend:
         self._key = _api_key()
         self._client: anthropic.AsyncAnthropic | None = None
         self._checked: set[str] = set()
-        self.limiter = RateLimiter(settings.max_connections, max_wait_s=settings.max_retry_wait_s)
+        shared = SharedPause(Path(settings.cache_dir) / "rate_limit_pause") if settings.cache_dir \
+            else None  # a 429's pause, for every process of the sweep
+        self.limiter = RateLimiter(settings.max_connections, max_wait_s=settings.max_retry_wait_s,
+                                   shared=shared)
 
     def __repr__(self) -> str:  # never shows the key
         return f"AnthropicBackend(base_url={self.settings.base_url!r})"

@@ -17,15 +17,22 @@ It holds a request back when:
 
 Time spent waiting here is not part of a call's deadline (the scorer's 2 s):
 queueing behind the job's other cases is not the model's slowness.
+
+A 429's pause is shared with the other processes that use the same response
+cache folder (a sweep's workers, other sweeps on the machine: one API key's
+limits): ``SharedPause`` keeps the time until which to wait in one small file,
+read again only when it changed (a ``stat`` per request).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 DIMENSIONS = ("requests", "tokens", "input-tokens", "output-tokens")
 DECREASE = 2 / 3  # the allowance kept at a 429
@@ -50,10 +57,46 @@ def _reset_in_s(value: str, now_wall: float) -> float | None:
         return None
 
 
+class SharedPause:
+    """The wall-clock time until which every process sharing ``path`` waits."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._seen: float | None = None  # the file's mtime when last read
+        self._until = 0.0
+
+    def until(self) -> float:
+        try:
+            mtime = os.stat(self.path).st_mtime_ns
+        except OSError:
+            return self._until
+        if mtime != self._seen:
+            try:
+                self._until = max(self._until, float(self.path.read_text() or 0))
+            except (OSError, ValueError):  # being replaced: read it next time
+                return self._until
+            self._seen = mtime
+        return self._until
+
+    def extend(self, until: float) -> None:
+        if until <= self.until():
+            return
+        self._until = until
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}")
+            tmp.write_text(repr(until))
+            os.replace(tmp, self.path)
+        except OSError:  # sharing is a courtesy: this process still waits
+            pass
+
+
 class RateLimiter:
     def __init__(self, max_in_flight: int, *, max_wait_s: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 shared: SharedPause | None = None) -> None:
         self.max_in_flight, self.max_wait_s, self.clock = max_in_flight, max_wait_s, clock
+        self.shared = shared
         self.allowed = float(max_in_flight)
         self.in_flight = 0
         self._tokens_in_flight = 0
@@ -72,6 +115,8 @@ class RateLimiter:
     def _wait_s(self, now: float, tokens: int) -> float:
         """How long a request of ``tokens`` input tokens must wait for time to pass."""
         wait = self._paused_until - now
+        if self.shared is not None:
+            wait = max(wait, self.shared.until() - time.time())
         for dim, b in self._budgets.items():
             if now >= b.reset_at:
                 continue
@@ -151,8 +196,10 @@ class RateLimiter:
         """A 429: every new request waits ``retry_after_s`` (capped), and fewer go at once."""
         self.rate_limited_count += 1
         if retry_after_s is not None:
-            self._paused_until = max(self._paused_until,
-                                     self.clock() + min(retry_after_s, self.max_wait_s))
+            pause = min(retry_after_s, self.max_wait_s)
+            self._paused_until = max(self._paused_until, self.clock() + pause)
+            if self.shared is not None:
+                self.shared.extend(time.time() + pause)
         if ticket == self._epoch:  # the first 429 of requests sent at this allowance
             self._epoch += 1
             self._streak = 0

@@ -6,7 +6,7 @@ import asyncio
 import time
 from datetime import UTC, datetime, timedelta
 
-from silas_exp.llm.limiter import RateLimiter
+from silas_exp.llm.limiter import RateLimiter, SharedPause
 
 
 def _at(seconds: float) -> str:
@@ -88,3 +88,16 @@ def test_requests_beyond_the_allowance_wait_for_one_to_end():
         return peak
 
     assert asyncio.run(go()) == 2
+
+
+def test_a_429s_pause_reaches_the_other_processes_sharing_the_folder(tmp_path):
+    """Another process's limiter (its own object) on the same file waits too."""
+    async def go() -> float:
+        ours = RateLimiter(4, max_wait_s=0.3, shared=SharedPause(tmp_path / "pause"))
+        theirs = RateLimiter(4, max_wait_s=0.3, shared=SharedPause(tmp_path / "pause"))
+        ticket = await ours.acquire()
+        ours.rate_limited(ticket, 5.0)
+        await ours.release(ticket, ok=False)
+        return await _timed_acquire(theirs)
+
+    assert 0.2 < asyncio.run(go()) < 2.0
