@@ -18,7 +18,7 @@ from typing import Any
 
 from silas_exp.errors import BudgetExceeded, LLMError
 from silas_exp.llm import calls
-from silas_exp.llm.accounting import Accounting
+from silas_exp.llm.accounting import Accounting, cost_of
 from silas_exp.llm.backends import build_backend
 from silas_exp.llm.base import LLMBackend, LLMRequest, LLMResponse
 from silas_exp.llm.budget import SpendLedger
@@ -101,9 +101,9 @@ class LLMClient:
 
     def _record(self, request: LLMRequest, response: LLMResponse, namespace: str,
                 started_at: float) -> None:
-        before = self.accounting.snapshot().cost_usd
+        # this answer's cost (not a difference of totals: another case may count in the same one)
+        cost = cost_of(self.accounting.prices.get(response.model), response)
         self.accounting.record(request.task, response)
-        cost = self.accounting.snapshot().cost_usd - before
         if self.ledger is not None:
             self.ledger.add(self.job_key, cost)
         if self.cache is not None and not response.cached:
@@ -133,15 +133,19 @@ class LLMClient:
         hit = self._cached(request, namespace, started_at)
         if hit is not None:
             return hit
-        self._check_budget()
-        async with self._loop_box.sem:
-            try:
-                response = await self.backend.acomplete(request, namespace=namespace)
-            except LLMError as exc:
-                self._record_error(request, namespace, started_at, exc)
-                raise
+        try:
+            response = await self._afetch(request, namespace)
+        except LLMError as exc:
+            self._record_error(request, namespace, started_at, exc)
+            raise
         self._record(request, response, namespace, started_at)
         return response
+
+    async def _afetch(self, request: LLMRequest, namespace: str) -> LLMResponse:
+        """The backend's answer, within the bound on requests in flight (no cache, no accounting)."""
+        self._check_budget()
+        async with self._loop_box.sem:
+            return await self.backend.acomplete(request, namespace=namespace)
 
     async def _abatch(self, requests: Sequence[LLMRequest], namespace: str) -> list[Any]:
         out: list[Any] = [None] * len(requests)
@@ -172,7 +176,19 @@ class LLMClient:
             response = self.backend.answer(request, namespace)
             self._record(request, response, namespace, started_at)
             return response
-        return self._run(self.acomplete(request, namespace=namespace))
+        # the cache and the accounting in the calling thread (a case's), the event
+        # loop only waits on the network: it serves every case in flight
+        started_at = time.time()
+        hit = self._cached(request, namespace, started_at)
+        if hit is not None:
+            return hit
+        try:
+            response = self._run(self._afetch(request, namespace))
+        except LLMError as exc:
+            self._record_error(request, namespace, started_at, exc)
+            raise
+        self._record(request, response, namespace, started_at)
+        return response
 
     def complete_many(self, requests: Sequence[LLMRequest], *,
                       namespace: str) -> list[LLMResponse | LLMError]:
