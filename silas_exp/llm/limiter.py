@@ -11,9 +11,11 @@ It holds a request back when:
   request: it waits for that limit's ``-reset`` time;
 * more requests are in flight than the server has lately accepted: the number
   allowed in flight starts at ``llm.max_connections``, shrinks by a third at a
-  429 (once for the requests sent at one allowance) and tries one more after
-  ``PROBE_EVERY`` times that many answers without a 429 (additive increase,
-  multiplicative decrease; a slow probe, since each costs a 429).
+  429 when 429s are frequent (``CROWDED`` of the last ``RECENT`` answers: a
+  stray 429 only pauses) and once for the requests sent at one allowance, and
+  tries one more after ``PROBE_EVERY`` times that many answers without a 429
+  (additive increase, multiplicative decrease; a slow probe, since each costs
+  a 429).
 
 Time spent waiting here is not part of a call's deadline (the scorer's 2 s):
 queueing behind the job's other cases is not the model's slowness.
@@ -29,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,6 +40,7 @@ from pathlib import Path
 DIMENSIONS = ("requests", "tokens", "input-tokens", "output-tokens")
 DECREASE = 2 / 3  # the allowance kept at a 429
 PROBE_EVERY = 16  # answers per allowed request before one more is tried
+RECENT, CROWDED = 20, 3  # 429s among the last RECENT answers that mean too many at once
 
 
 @dataclass
@@ -102,6 +106,7 @@ class RateLimiter:
         self._tokens_in_flight = 0
         self._epoch = 0  # allowance generation: one decrease per generation
         self._streak = 0  # answers since the allowance last changed
+        self._recent: deque[bool] = deque(maxlen=RECENT)  # was it a 429, answer by answer
         self._paused_until = 0.0
         self._budgets: dict[str, _Budget] = {}
         self._cond: asyncio.Condition | None = None
@@ -168,6 +173,8 @@ class RateLimiter:
         async with cond:
             self.in_flight -= 1
             self._tokens_in_flight -= tokens
+            if ok:
+                self._recent.append(False)
             if ok and self.allowed < self.max_in_flight:
                 self._streak += 1
                 if self._streak >= PROBE_EVERY * self.allowed:
@@ -200,7 +207,9 @@ class RateLimiter:
             self._paused_until = max(self._paused_until, self.clock() + pause)
             if self.shared is not None:
                 self.shared.extend(time.time() + pause)
-        if ticket == self._epoch:  # the first 429 of requests sent at this allowance
+        self._recent.append(True)
+        # the first 429 of requests sent at this allowance, among many lately
+        if ticket == self._epoch and (sum(self._recent) >= CROWDED or len(self._recent) < RECENT):
             self._epoch += 1
             self._streak = 0
             self.allowed = float(max(1, int(min(self.allowed, self.in_flight) * DECREASE)))

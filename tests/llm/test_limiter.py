@@ -101,3 +101,16 @@ def test_a_429s_pause_reaches_the_other_processes_sharing_the_folder(tmp_path):
         return await _timed_acquire(theirs)
 
     assert 0.2 < asyncio.run(go()) < 2.0
+
+
+def test_a_stray_429_among_many_answers_pauses_but_keeps_the_allowance():
+    async def go() -> RateLimiter:
+        limiter = RateLimiter(6, max_wait_s=0.0)
+        for _ in range(30):
+            await limiter.release(await limiter.acquire(), ok=True)
+        ticket = await limiter.acquire()
+        limiter.rate_limited(ticket, None)
+        await limiter.release(ticket, ok=False)
+        return limiter
+
+    assert asyncio.run(go()).allowed == 6
