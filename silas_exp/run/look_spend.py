@@ -18,7 +18,7 @@ from pathlib import Path
 
 from silas_exp.run.console import spend
 
-SPEND_TABLE = "llm_spend_per_look"  # the parent run's table
+SPEND_TABLE = "llm_spend_per_look.json"  # the parent run's table (MLflow's log_table: .json)
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class StudySpend:
     usd: float
     pool_calls: float  # estimated: every variant on every case of the pool
     pool_usd: float
+    variants: int
 
     @property
     def saved_calls(self) -> float:
@@ -65,9 +66,9 @@ class StudySpend:
         """The parent run's table: one row per look, then the whole pool and the saving."""
         rows = [(f"look {i + 1} (after block {look.blocks})", look.variants, look.calls, look.usd)
                 for i, look in enumerate(self.looks)]
-        rows += [("in all", None, self.calls, self.usd),
-                 ("whole pool (estimated)", None, self.pool_calls, self.pool_usd),
-                 ("saved by stopping early", None, self.saved_calls, self.saved_usd)]
+        rows += [("in all", self.variants, self.calls, self.usd),
+                 ("whole pool (estimated)", self.variants, self.pool_calls, self.pool_usd),
+                 ("saved by stopping early", self.variants, self.saved_calls, self.saved_usd)]
         return {"look": [r[0] for r in rows], "variants": [r[1] for r in rows],
                 "calls": [r[2] for r in rows], "cost_usd": [r[3] for r in rows]}
 
@@ -98,14 +99,18 @@ def study_spend(jobs: Iterable[tuple[str, int, Mapping[str, float]]], looks: Seq
         pool_usd += usd * scale
     ran = [Look(b, len(look_variants[b]), per_look[b][0], per_look[b][1])
            for b in looks if b in per_look]
-    return StudySpend(ran, sum(x.calls for x in ran), sum(x.usd for x in ran), pool_calls, pool_usd)
+    return StudySpend(ran, sum(x.calls for x in ran), sum(x.usd for x in ran), pool_calls, pool_usd,
+                      len(by_variant))
 
 
-def sweep_spend(sweep_dir: Path, jobs: Iterable[tuple[str, int, Mapping[str, float]]]
-                ) -> StudySpend | None:
+def sweep_spend(sweep_dir: Path, model_backend: str | None,
+                jobs: Iterable[tuple[str, int, Mapping[str, float]]]) -> StudySpend | None:
     """The study's spend from its folder's plan (a sequential study's looks;
-    else one look) and its finished jobs; None when its calls cost nothing
-    (the simulated model, every answer cached)."""
+    else one look) and its finished jobs. None unless its model is a real one
+    (``model.backend``, which a dry run keeps: its estimate) and its calls
+    cost something (every answer cached costs nothing)."""
+    if model_backend in (None, "simulated"):
+        return None
     from silas_exp.analysis.adaptive import AdaptiveState
 
     jobs = list(jobs)

@@ -53,8 +53,8 @@ def end_of_sweep(sweep_dir: Path, cfg: ExperimentConfig | None) -> SweepOutcome:
     try:
         records = read_job_records(sweep_dir)
         failed, report = summarise(sweep_dir, cfg, records)
-        spent = sweep_spend(sweep_dir, [(r.variant, r.block, r.metrics) for r in records
-                                        if r.status == "finished"])
+        spent = sweep_spend(sweep_dir, cfg.model.backend if cfg else None,
+                            [(r.variant, r.block, r.metrics) for r in records if r.status == "finished"])
         if spent is not None:  # calls and cost per look, and what stopping early saved
             print("\n" + "\n".join(spent.lines()))
     except Exception as exc:  # reported here and fails the command, never swallowed

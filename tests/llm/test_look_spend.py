@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from silas_exp.run.look_spend import study_spend
+from silas_exp.run.look_spend import study_spend, sweep_spend
 
 JOB = {"llm.calls": 100.0, "llm.cost_usd": 1.0, "llm.overhead.calls": 10.0,
        "llm.overhead.cost_usd": 0.1}
@@ -26,6 +26,14 @@ def test_spend_per_look_and_the_saving_against_the_whole_pool():
     assert "stopping early saved 770 calls, $7.70 (58%)" in text
     table = s.table()
     assert table["look"][-1] == "saved by stopping early" and table["calls"][-1] == 770.0
+    assert table["variants"] == [3, 2, 3, 3, 3]
+
+
+def test_only_a_real_models_study_reports_its_spend(tmp_path):
+    jobs = [("control", 0, JOB)]
+    assert sweep_spend(tmp_path, "simulated", jobs) is None  # priced ids, no real calls
+    assert sweep_spend(tmp_path, None, jobs) is None
+    assert sweep_spend(tmp_path, "anthropic", jobs).calls == 110.0
 
 
 def test_a_study_that_ran_the_whole_pool_saved_nothing():
