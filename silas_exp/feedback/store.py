@@ -132,6 +132,13 @@ def candidate_rows(proposal_ids: Sequence[str], ranks: Sequence[int], ctx_ids: S
                     [1 if e else 0 for e in excluded], strict=True))
 
 
+def check_states(proposal: ProposalRecord | EvictionProposal, observed: Sequence[CandidateState]) -> None:
+    """A resolved proposal comes with one candidate state per candidate."""
+    if len(observed) != len(proposal.candidates):
+        raise ValueError(f"proposal {proposal.proposal_id}: {len(proposal.candidates)} candidates, "
+                         f"{len(observed)} candidate states")
+
+
 class FeedbackStore:
     def __init__(self, path: str | Path = ":memory:", *, fresh: bool = False) -> None:
         """``fresh``: start from an empty store, removing one a previous run of
@@ -159,9 +166,7 @@ class FeedbackStore:
     ) -> None:
         """Queue one resolved proposal (written by the next ``flush``) with what
         the harness saw of each candidate, in the proposal's order."""
-        if len(observed) != len(proposal.candidates):
-            raise ValueError(f"proposal {proposal.proposal_id}: {len(proposal.candidates)} candidates, "
-                             f"{len(observed)} candidate states")
+        check_states(proposal, observed)
         self._pending.append((proposal, feedback, observed))
         self._queued += 1
         if self._queued >= FLUSH_EVERY:

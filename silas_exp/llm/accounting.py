@@ -101,6 +101,19 @@ class Accounting:
             self._totals = replace(t, errors=t.errors + 1, retries=t.retries + retries)
             self.errors_by_reason[reason] += 1
 
+    def absorb(self, other: Accounting) -> None:
+        """Add what ``other`` counted (a case's calls, counted apart while
+        several cases were in flight) to this accounting."""
+        add = other.snapshot()
+        with other._lock:
+            by_task, reasons = Counter(other.by_task), Counter(other.errors_by_reason)
+        with self._lock:
+            t = self._totals
+            self._totals = Totals(**{f.name: getattr(t, f.name) + getattr(add, f.name)
+                                     for f in fields(t)})
+            self.by_task.update(by_task)
+            self.errors_by_reason.update(reasons)
+
     def snapshot(self) -> Totals:
         with self._lock:
             return self._totals

@@ -6,6 +6,9 @@
   transient fault and, if it keeps failing, reported as ``reason=schema``.
 * Retries: the SDK's are off (``max_retries=0``); ``silas_exp.llm.retry``
   caps every wait, including a server's ``retry-after``.
+* Rate limits: every request goes through the backend's ``RateLimiter``
+  (``silas_exp.llm.limiter``), which reads the ``anthropic-ratelimit-*``
+  headers of every answer and a 429's ``retry-after``.
 * Prompt caching: ``cache_system`` marks the system prompt (judge rubric,
   scorer instructions) with ``cache_control: ephemeral``.
 * Message Batches (``llm.batch=true``): ``abatch`` submits many requests as
@@ -22,13 +25,15 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anthropic
 import jsonschema
 
 from silas_exp.errors import ConfigError, LLMError
-from silas_exp.llm.base import LLMRequest, LLMResponse, Usage
+from silas_exp.llm.base import LLMRequest, LLMResponse, Usage, request_json
+from silas_exp.llm.limiter import RateLimiter, SharedPause
 from silas_exp.llm.retry import RETRYABLE, backoff, retry_after_s
 from silas_exp.llm.settings import LLMSettings
 
@@ -93,6 +98,12 @@ def _classify(exc: BaseException) -> str:
     return "error"
 
 
+def input_tokens(request: LLMRequest) -> int:
+    """The request's input tokens as the heuristic counts them (chars / 3.5):
+    what the limiter weighs against the input-token limits left."""
+    return int(len(request_json(request)) / 3.5)
+
+
 class _SchemaViolation(Exception):
     pass
 
@@ -149,6 +160,10 @@ class AnthropicBackend:
         self._key = _api_key()
         self._client: anthropic.AsyncAnthropic | None = None
         self._checked: set[str] = set()
+        shared = SharedPause(Path(settings.cache_dir) / "rate_limit_pause") if settings.cache_dir \
+            else None  # a 429's pause, for every process of the sweep
+        self.limiter = RateLimiter(settings.max_connections, max_wait_s=settings.max_retry_wait_s,
+                                   shared=shared)
 
     def __repr__(self) -> str:  # never shows the key
         return f"AnthropicBackend(base_url={self.settings.base_url!r})"
@@ -182,17 +197,25 @@ class AnthropicBackend:
 
     async def _attempt(self, request: LLMRequest, timeout: float, retries: int) -> LLMResponse:
         t0 = time.perf_counter()
-        message = await self.client.messages.create(**request_params(request), timeout=timeout)
+        raw = await self.client.messages.with_raw_response.create(**request_params(request),
+                                                                  timeout=timeout)
+        self.limiter.observe(raw.headers)
+        message = await raw.parse()
         return parse_message(message, request, latency_ms=(time.perf_counter() - t0) * 1000.0,
                              retries=retries)
 
-    async def _with_retries(self, request: LLMRequest, deadline: float | None) -> LLMResponse:
+    async def _with_retries(self, request: LLMRequest, deadline: float | None, ticket: int,
+                            tokens: int) -> LLMResponse:
+        """Attempts until one answers; the first holds ``ticket`` (the limiter's
+        leave to go), each later one waits for its own."""
         s = self.settings
         last, schema_failures = "", 0
         for attempt in range(s.max_retries + 1):
+            if attempt:
+                ticket = await self.limiter.acquire(tokens)
             timeout = s.timeout_s if deadline is None else max(0.01, min(s.timeout_s,
                                                                           deadline - time.monotonic()))
-            hint = None
+            hint, answered = None, True
             try:
                 return await self._attempt(request, timeout, attempt)
             except _SchemaViolation as exc:
@@ -200,8 +223,15 @@ class AnthropicBackend:
             except anthropic.APIStatusError as exc:
                 reason, last = _classify(exc), f"HTTP {exc.status_code}"
                 hint = retry_after_s(exc.response.headers)
+                self.limiter.observe(exc.response.headers)
+                if reason == "rate_limited":
+                    answered = False
+                    self.limiter.rate_limited(ticket, hint)
             except (anthropic.APIError, json.JSONDecodeError, ValueError) as exc:
                 reason, last = _classify(exc), type(exc).__name__
+                answered = reason == "malformed"
+            finally:
+                await self.limiter.release(ticket, tokens, ok=answered)
             schema_failures += reason == "schema"
             if reason not in RETRYABLE or schema_failures > s.max_schema_retries:
                 raise LLMError(f"{request.task} call to {request.model} failed: {reason} ({last})",
@@ -217,12 +247,16 @@ class AnthropicBackend:
                        f"retries: {reason} ({last})", reason=reason, retries=s.max_retries)
 
     async def acomplete(self, request: LLMRequest, *, namespace: str) -> LLMResponse:
+        # the limiter's leave before the deadline starts: time queued behind the
+        # job's other calls is not the model's
+        tokens = input_tokens(request)
+        ticket = await self.limiter.acquire(tokens)
         deadline = None if request.deadline_s is None else time.monotonic() + request.deadline_s
         if deadline is None:
-            return await self._with_retries(request, None)
+            return await self._with_retries(request, None, ticket, tokens)
         try:
             async with asyncio.timeout(request.deadline_s):
-                return await self._with_retries(request, deadline)
+                return await self._with_retries(request, deadline, ticket, tokens)
         except TimeoutError:
             raise LLMError(f"{request.task} call to {request.model}: no answer within "
                            f"{request.deadline_s:.1f} s", reason="timeout") from None

@@ -54,6 +54,9 @@ class ResponseCache:
             self._conn = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False,
                                          isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
+            # no fsync per answer (WAL stays consistent; a power cut loses the
+            # last answers, which are asked again)
+            self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA busy_timeout=60000")
             self._conn.execute(_SCHEMA)
 

@@ -2,11 +2,13 @@
 
 Sync and thread-safe. Async backends run on one background event-loop thread
 owned by the client; the simulated backend answers inline. Accounting is
-per client (one client per job)."""
+per client (one client per job); ``view(accounting)`` is the same client
+counting in an accounting of its own (one per case in flight)."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -16,7 +18,7 @@ from typing import Any
 
 from silas_exp.errors import BudgetExceeded, LLMError
 from silas_exp.llm import calls
-from silas_exp.llm.accounting import Accounting
+from silas_exp.llm.accounting import Accounting, cost_of
 from silas_exp.llm.backends import build_backend
 from silas_exp.llm.base import LLMBackend, LLMRequest, LLMResponse
 from silas_exp.llm.budget import SpendLedger
@@ -33,10 +35,9 @@ class LLMClient:
         self.cache, self.ledger, self.job_key = cache, ledger, job_key
         # every accounting ever charged (see charged_to): without a ledger, their sum is the spend
         self._accountings = [accounting]
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._sem: asyncio.Semaphore | None = None
-        self._start_lock = threading.Lock()
+        # shared with every view: one event loop, one bound on connections
+        self._loop_box = _LoopBox(asyncio.Semaphore(settings.max_connections))
+        self._is_view = False
 
     @property
     def backend_name(self) -> str:
@@ -57,18 +58,33 @@ class LLMClient:
         finally:
             self.accounting = saved
 
+    def view(self, accounting: Accounting) -> LLMClient:
+        """This client (backend, event loop, connections, cache, spend ledger)
+        counting its calls in ``accounting``: for one case of several in flight
+        at once, whose calls are counted apart and added to the job's in case
+        order. Without a ledger, ``llm.max_usd`` sees a view's spend once it
+        is added. A view is not closed; its client is."""
+        other = copy.copy(self)
+        other.accounting, other._is_view = accounting, True
+        return other
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether calls wait on a backend (a network, a simulated latency), so
+        that callers gain by keeping several in flight; the inline simulated
+        backend answers at once."""
+        return not (isinstance(self.backend, SimulatedBackend) and not self.backend.latency_ms)
+
     def __repr__(self) -> str:
         return f"LLMClient(backend={self.backend.name!r})"
 
     # -- async core ----------------------------------------------------------
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
-        with self._start_lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
-                                                name="silas-llm-loop")
-                self._thread.start()
-            return self._loop
+        return self._loop_box.ensure()
+
+    @property
+    def _loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._loop_box.loop
 
     def _run(self, coro: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop()).result()
@@ -85,9 +101,9 @@ class LLMClient:
 
     def _record(self, request: LLMRequest, response: LLMResponse, namespace: str,
                 started_at: float) -> None:
-        before = self.accounting.snapshot().cost_usd
+        # this answer's cost (not a difference of totals: another case may count in the same one)
+        cost = cost_of(self.accounting.prices.get(response.model), response)
         self.accounting.record(request.task, response)
-        cost = self.accounting.snapshot().cost_usd - before
         if self.ledger is not None:
             self.ledger.add(self.job_key, cost)
         if self.cache is not None and not response.cached:
@@ -117,17 +133,19 @@ class LLMClient:
         hit = self._cached(request, namespace, started_at)
         if hit is not None:
             return hit
-        self._check_budget()
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self.settings.max_connections)
-        async with self._sem:
-            try:
-                response = await self.backend.acomplete(request, namespace=namespace)
-            except LLMError as exc:
-                self._record_error(request, namespace, started_at, exc)
-                raise
+        try:
+            response = await self._afetch(request, namespace)
+        except LLMError as exc:
+            self._record_error(request, namespace, started_at, exc)
+            raise
         self._record(request, response, namespace, started_at)
         return response
+
+    async def _afetch(self, request: LLMRequest, namespace: str) -> LLMResponse:
+        """The backend's answer, within the bound on requests in flight (no cache, no accounting)."""
+        self._check_budget()
+        async with self._loop_box.sem:
+            return await self.backend.acomplete(request, namespace=namespace)
 
     async def _abatch(self, requests: Sequence[LLMRequest], namespace: str) -> list[Any]:
         out: list[Any] = [None] * len(requests)
@@ -152,13 +170,25 @@ class LLMClient:
 
     # -- sync facade ---------------------------------------------------------
     def complete(self, request: LLMRequest, *, namespace: str) -> LLMResponse:
-        if isinstance(self.backend, SimulatedBackend) and not self.backend.latency_ms:
+        if not self.concurrent:
             self._check_budget()
             started_at = time.time() if calls.active() else 0.0
             response = self.backend.answer(request, namespace)
             self._record(request, response, namespace, started_at)
             return response
-        return self._run(self.acomplete(request, namespace=namespace))
+        # the cache and the accounting in the calling thread (a case's), the event
+        # loop only waits on the network: it serves every case in flight
+        started_at = time.time()
+        hit = self._cached(request, namespace, started_at)
+        if hit is not None:
+            return hit
+        try:
+            response = self._run(self._afetch(request, namespace))
+        except LLMError as exc:
+            self._record_error(request, namespace, started_at, exc)
+            raise
+        self._record(request, response, namespace, started_at)
+        return response
 
     def complete_many(self, requests: Sequence[LLMRequest], *,
                       namespace: str) -> list[LLMResponse | LLMError]:
@@ -186,6 +216,8 @@ class LLMClient:
             self._run(check(model_ids))
 
     def close(self) -> None:
+        if self._is_view:
+            return
         if self._loop is not None:
             aclose = getattr(self.backend, "aclose", None)
             if aclose is not None:
@@ -193,10 +225,7 @@ class LLMClient:
                     self._run(aclose())
                 except Exception:  # closing must not mask the job's own outcome
                     pass
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            if self._thread is not None:
-                self._thread.join(timeout=5)
-            self._loop = None
+            self._loop_box.stop()
         if self.cache is not None:
             self.cache.close()
         if self.ledger is not None:
@@ -207,6 +236,33 @@ class LLMClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _LoopBox:
+    """The client's event-loop thread, started on first use, and the bound on
+    requests in flight: one per client, shared by its views."""
+
+    def __init__(self, sem: asyncio.Semaphore) -> None:
+        self.sem = sem  # binds to the loop on first use (Python >= 3.10)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def ensure(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self.loop is None:
+                self.loop = asyncio.new_event_loop()
+                self.thread = threading.Thread(target=self.loop.run_forever, daemon=True,
+                                               name="silas-llm-loop")
+                self.thread.start()
+            return self.loop
+
+    def stop(self) -> None:
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+        self.loop = self.thread = None
 
 
 def build_client(settings: LLMSettings, *, seed: int, cache_dir: str | None,

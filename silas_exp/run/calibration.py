@@ -20,6 +20,8 @@ from silas_exp.records import write_json_atomic
 from silas_exp.run import disk_cache
 from silas_exp.run.assemble import JobParts, JobSpec
 from silas_exp.run.case_replay import replay_case
+from silas_exp.run.failures import FailureLog
+from silas_exp.run.inflight import in_case_order
 from silas_exp.scorers.base import SCORERS, CalibrationSpec, calibration_spec
 from silas_exp.scorers.heuristic import HeuristicSettings
 
@@ -64,6 +66,17 @@ def calibrate_job(parts: JobParts, out_dir: Path) -> Calibration | None:
     return _CALIBRATIONS[key]
 
 
+class _Replays:
+    """What the case scheduler (run/inflight.py) copies for each calibration case
+    in flight: the parts, their client and store, and the rows it joins back."""
+
+    def __init__(self, parts: JobParts) -> None:
+        self.parts, self.llm, self.store = parts, parts.llm, parts.store
+        self.probe_rows: list[dict] = []
+        self.errors: list[str] = []
+        self.failures = FailureLog([])
+
+
 def calibration_to_json(cal: Calibration) -> dict:
     return {"weights": cal.weights.tolist(), "guidance": cal.guidance,
             "n_candidates": cal.n_candidates, "rates": asdict(cal.rates)}
@@ -94,8 +107,10 @@ def _fit_calibration(spec: CalibrationSpec, parts: JobParts, out_dir: Path) -> C
         update={"explore_rate": spec.explore_rate})}) if hasattr(cfg.eviction, "explore_rate") else cfg
     cal_parts = parts.with_store(store, cal_cfg)
     control = HeuristicSettings(weights=base)
-    for case in cases:
-        replay_case(cal_parts, case, control, None)  # feedback lands in the store
+    for _ in in_case_order(_Replays(cal_parts), cases,
+                           lambda part, case: replay_case(part.parts, case, control, None),
+                           "calibration cases"):
+        pass  # feedback lands in the store, in case order
     result = calibrate(store.dataset(), base.vector(), l2=spec.l2)
     store.close()
     return result

@@ -40,6 +40,7 @@ from silas_exp.run.calibration import calibrate_job
 from silas_exp.run.case_replay import replay_case
 from silas_exp.run.failures import FailureLog
 from silas_exp.run.failures import write as write_failures
+from silas_exp.run.inflight import in_case_order
 from silas_exp.run.references import References, is_control, scores_candidates
 from silas_exp.run.tally import CaseTally
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkResult, BenchmarkRun
@@ -75,6 +76,7 @@ class _CaseRunner:
     def __init__(self, parts: JobParts) -> None:
         cfg = parts.cfg
         self.parts, self.cfg, self.loaded, self.llm = parts, cfg, parts.loaded, parts.llm
+        self.store = parts.store  # cases in flight write theirs here, in case order (run/inflight.py)
         self.references = References(parts)
         self.errors: list[str] = []
         self.probe_rows: list[dict] = []
@@ -194,8 +196,8 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
             calibration = calibrate_job(parts, out_dir)
         tally = CaseTally()
         with CaseLog(out_dir / CASES_FILE) as log:  # per-case results go to disk as they come
-            for i, case in enumerate(cases):
-                result = runner.run_case(case, calibration)
+            for i, (case, result) in enumerate(in_case_order(  # several in flight: run/inflight.py
+                    runner, cases, lambda part, case: part.run_case(case, calibration))):
                 store.flush()  # the case's feedback is on disk before its result
                 log.append(result)
                 tally.add(result, case.expected.mode)

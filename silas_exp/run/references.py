@@ -88,6 +88,11 @@ class References:
         if entry is not None and not entry.is_file():
             disk_cache.write_pickle(entry, flushes)
 
+    def warm(self) -> None:
+        """Read, once per job, what every case's disk entry depends on (before
+        the copies of a job's runner for cases in flight share this object)."""
+        _ = self._disk_key
+
     def _replay(self, case: BenchmarkCase) -> list[Flush]:
         parts = self.parts.with_store(DiscardingStore())
         with parts.llm.charged_to(parts.overhead):  # a measurement, not this variant's own calls

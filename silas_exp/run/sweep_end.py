@@ -19,6 +19,7 @@ from silas_exp.config import ExperimentConfig
 from silas_exp.errors import SilasExpError
 from silas_exp.records import ADAPTIVE_FILE, MANIFEST_FILE, SweepEnd, read_manifest, write_sweep_end
 from silas_exp.run.console import spend
+from silas_exp.run.look_spend import SPEND_TABLE, sweep_spend
 from silas_exp.tune.record import is_study
 
 if TYPE_CHECKING:  # the analysis imports scipy and matplotlib: only when a sweep has two variants
@@ -47,14 +48,21 @@ def end_of_sweep(sweep_dir: Path, cfg: ExperimentConfig | None) -> SweepOutcome:
     failed: list[str] = []
     report: ParentReport | None = None
     broken: BaseException | None = None
+    spent = None
     try:
         records = read_job_records(sweep_dir)
         failed, report = summarise(sweep_dir, cfg, records)
+        spent = sweep_spend(sweep_dir, cfg.model.backend if cfg else None,
+                            [(r.variant, r.block, r.metrics) for r in records if r.status == "finished"])
+        if spent is not None:  # calls and cost per look, and what stopping early saved
+            print("\n" + "\n".join(spent.lines()))
     except Exception as exc:  # reported here and fails the command, never swallowed
         broken = exc
         print(f"error: end-of-sweep summary failed: {type(exc).__name__}: {exc}\n"
               f"  every job result is kept in {sweep_dir}", file=sys.stderr)
     end = sweep_end_record(sweep_dir, len(records), len(failed), broken is not None, report)
+    if spent is not None:
+        end.tables[SPEND_TABLE] = spent.table()
     write_sweep_end(sweep_dir, end)
     return SweepOutcome(end, failed, broken)
 

@@ -30,7 +30,7 @@ def _finite(value) -> bool:
     ("bench_decide.py", "decide", {"seeds", "decisive", "empty_multirun_s", "max_wall_over_empty"}),
     ("bench_adaptive.py", "adaptive", {"sims", "scenarios"}),
     ("bench_scale.py", "scale", {"runs", "peak_rss_mib", "cpu_per_case_ratio"}),
-    ("bench_llm.py", "llm", {"throughput", "throughput_jitter", "cache"}),
+    ("bench_llm.py", "llm", {"throughput", "throughput_jitter", "cache", "job"}),
     ("bench_sweep.py", "sweep", {"none", "mlflow", "tracking_overhead", "same_verdicts"}),
     ("bench_launchers.py", "launchers-quick", {"basic", "silas", "joblib", "speedup_silas"}),
     ("bench_resume.py", "resume", {"command", "modes", "identical"}),

@@ -6,7 +6,9 @@ prompt-caching usage), ``GET /v1/models/{id}``, ``POST /v1/messages/batches``,
 ``GET /v1/messages/batches/{id}``, ``.../cancel``, ``.../results`` (JSONL).
 
 Faults are injected per ``/v1/messages`` request from a queue (``inject``)
-or a function of the request number (``fault_fn``):
+or a function of the request number (``fault_fn``); ``max_concurrent=K``
+answers 429 with ``retry-after`` to a request that arrives while K are in
+flight, as a rate-limited tier would:
 
 * ``rate_limit`` (429 with ``retry-after``), ``overloaded`` (529),
   ``server_error`` (500), ``slow`` (sleeps ``slow_s`` before answering),
@@ -104,9 +106,11 @@ class FakeMessagesServer:
 
     def __init__(self, *, latency_s: float = 0.0, jitter_s: float = 0.0,
                  responder: Callable[[dict], dict] | None = None, slow_s: float = 5.0,
-                 batch_delay_s: float = 0.1, api_key: str = API_KEY) -> None:
+                 batch_delay_s: float = 0.1, api_key: str = API_KEY,
+                 max_concurrent: int | None = None, limit_retry_after: float = 0.1) -> None:
         """``latency_s`` ± uniform ``jitter_s``: time each answer takes."""
         self.latency_s, self.jitter_s = latency_s, jitter_s
+        self.max_concurrent, self.limit_retry_after = max_concurrent, limit_retry_after
         self.slow_s, self.batch_delay_s = slow_s, batch_delay_s
         self._rng = random.Random(0)
         self.responder = responder or default_responder
@@ -303,8 +307,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, "not_found_error", path)
             return
         with fake._lock:
-            fake._in_flight += 1
-            fake.max_in_flight = max(fake.max_in_flight, fake._in_flight)
+            over = fake.max_concurrent is not None and fake._in_flight >= fake.max_concurrent
+            if not over:
+                fake._in_flight += 1
+                fake.max_in_flight = max(fake.max_in_flight, fake._in_flight)
+        if over:
+            with fake._lock:
+                fake.message_requests += 1
+            fake.counts["rate_limit"] += 1
+            self._error(429, "rate_limit_error", f"more than {fake.max_concurrent} requests at once",
+                        {"retry-after": str(fake.limit_retry_after)})
+            return
         try:
             self._message(body)
         finally:

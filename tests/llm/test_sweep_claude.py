@@ -70,6 +70,7 @@ def test_dry_run_estimates_cost_and_tracks_nothing(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "dry run:" in proc.stdout and "estimated $" in proc.stdout
     assert "Dry run (2 jobs, model=claude-sonnet-4-5)" in proc.stdout
+    assert "Model calls per look:" in proc.stdout and "stopping early saved 0 calls" in proc.stdout
     assert not (tmp_path / "mlruns" / "mlflow.db").exists()
 
 

@@ -1,0 +1,116 @@
+"""The rate limiter on its own: what it reads from the API's headers and 429s."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+
+from silas_exp.llm.limiter import RateLimiter, SharedPause
+
+
+def _at(seconds: float) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+
+
+async def _timed_acquire(limiter: RateLimiter, tokens: int = 0) -> float:
+    t0 = time.monotonic()
+    ticket = await limiter.acquire(tokens)
+    await limiter.release(ticket, tokens, ok=True)
+    return time.monotonic() - t0
+
+
+def test_no_requests_left_holds_the_next_one_until_the_reset():
+    async def go() -> tuple[float, float]:
+        limiter = RateLimiter(4, max_wait_s=5.0)
+        free = await _timed_acquire(limiter)
+        limiter.observe({"anthropic-ratelimit-requests-limit": "50",
+                         "anthropic-ratelimit-requests-remaining": "0",
+                         "anthropic-ratelimit-requests-reset": _at(0.3)})
+        return free, await _timed_acquire(limiter)
+
+    free, held = asyncio.run(go())
+    assert free < 0.1 and 0.2 < held < 2.0
+
+
+def test_input_tokens_left_must_cover_the_request():
+    async def go() -> tuple[float, float]:
+        limiter = RateLimiter(4, max_wait_s=5.0)
+        limiter.observe({"anthropic-ratelimit-input-tokens-remaining": "1000",
+                         "anthropic-ratelimit-input-tokens-reset": _at(0.3)})
+        small = await _timed_acquire(limiter, tokens=500)
+        return small, await _timed_acquire(limiter, tokens=5000)
+
+    small, large = asyncio.run(go())
+    assert small < 0.1 and 0.2 < large < 2.0
+
+
+def test_a_429_pauses_every_request_for_its_retry_after_capped():
+    async def go() -> float:
+        limiter = RateLimiter(4, max_wait_s=0.3)
+        ticket = await limiter.acquire()
+        limiter.rate_limited(ticket, 120.0)  # a server asking for two minutes
+        await limiter.release(ticket, ok=False)
+        return await _timed_acquire(limiter)
+
+    waited = asyncio.run(go())
+    assert 0.2 < waited < 2.0
+
+
+def test_429s_shrink_the_requests_allowed_in_flight_once_per_allowance():
+    async def go() -> RateLimiter:
+        limiter = RateLimiter(9, max_wait_s=0.0)
+        tickets = [await limiter.acquire() for _ in range(9)]
+        for t in tickets[3:]:  # six rejected from one wave
+            limiter.rate_limited(t, None)
+        for t in tickets:
+            await limiter.release(t, ok=False)
+        return limiter
+
+    limiter = asyncio.run(go())
+    assert limiter.allowed == 6  # once for the wave, by a third
+    assert limiter.rate_limited_count == 6 and "answered 429" in limiter.status()
+
+
+def test_requests_beyond_the_allowance_wait_for_one_to_end():
+    async def go() -> int:
+        limiter = RateLimiter(2, max_wait_s=1.0)
+        peak = 0
+
+        async def call() -> None:
+            nonlocal peak
+            ticket = await limiter.acquire()
+            peak = max(peak, limiter.in_flight)
+            await asyncio.sleep(0.01)
+            await limiter.release(ticket, ok=True)
+
+        await asyncio.gather(*(call() for _ in range(8)))
+        return peak
+
+    assert asyncio.run(go()) == 2
+
+
+def test_a_429s_pause_reaches_the_other_processes_sharing_the_folder(tmp_path):
+    """Another process's limiter (its own object) on the same file waits too."""
+    async def go() -> float:
+        ours = RateLimiter(4, max_wait_s=0.3, shared=SharedPause(tmp_path / "pause"))
+        theirs = RateLimiter(4, max_wait_s=0.3, shared=SharedPause(tmp_path / "pause"))
+        ticket = await ours.acquire()
+        ours.rate_limited(ticket, 5.0)
+        await ours.release(ticket, ok=False)
+        return await _timed_acquire(theirs)
+
+    assert 0.2 < asyncio.run(go()) < 2.0
+
+
+def test_a_stray_429_among_many_answers_pauses_but_keeps_the_allowance():
+    async def go() -> RateLimiter:
+        limiter = RateLimiter(6, max_wait_s=0.0)
+        for _ in range(30):
+            await limiter.release(await limiter.acquire(), ok=True)
+        ticket = await limiter.acquire()
+        limiter.rate_limited(ticket, None)
+        await limiter.release(ticket, ok=False)
+        return limiter
+
+    assert asyncio.run(go()).allowed == 6
