@@ -16,7 +16,7 @@ from silas_exp.config import validate
 from silas_exp.feedback.store import FeedbackStore
 from silas_exp.llm import LLMSettings, build_client
 from silas_exp.run import calibration as calibration_module
-from silas_exp.run import job as job_module
+from silas_exp.run import references as references_module
 from silas_exp.run.failures import FailureLog
 from silas_exp.run.inflight import in_case_order
 from silas_exp.run.job import make_job, run_job
@@ -31,7 +31,7 @@ PROMPT_CACHE = ("llm.cost_usd", "llm.cache_read_tokens", "llm.cache_write_tokens
 def _job(compose, server, out: Path, *overrides: str, monkeypatch, scorer: str = "prompt"):
     # a fresh process's in-memory calibration and reference replays, and a cache of its own
     monkeypatch.setattr(calibration_module, "_CALIBRATIONS", {})
-    monkeypatch.setattr(job_module, "_REFERENCES", type(job_module._REFERENCES)())
+    monkeypatch.setattr(references_module, "_REFERENCES", type(references_module._REFERENCES)())
     cfg = validate(OmegaConf.to_container(compose(
         "tracking=none", f"scorer={scorer}", "model=claude-haiku-4-5", "cases_per_block=null",
         f"llm.base_url={server.base_url}", f"paths.cache={out / 'cache'}", *overrides),
