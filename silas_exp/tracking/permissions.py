@@ -35,7 +35,6 @@ PROMOTE = "MANAGE"  # move the experiment's baseline pointer (the team's control
 RANK = {"NO_PERMISSIONS": 0, "DENY": 0, "READ": 1, "USE": 2, "EDIT": 3, "MANAGE": 4}
 CREDENTIALS = ("MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN, "
                "or the [mlflow] section of ~/.mlflow/credentials)")
-TIMEOUT_S = 10
 CURRENT_USER = "/api/2.0/mlflow/users/current"
 EXPERIMENT = "/api/2.0/mlflow/experiments/get-by-name"
 USER_PERMISSION = "/api/3.0/mlflow/users/permissions/get"
@@ -75,16 +74,18 @@ def _host_creds(uri: str) -> Any:
 
 
 def _get(uri: str, endpoint: str, **params: str) -> Any:
-    """One GET, no retry (a refused password must not be sent again and again)."""
+    """One GET with MLflow's own timeout and retries, which retry only transient
+    answers (429, 5xx): a refused password (401, 403) is never sent again."""
     from mlflow.utils.rest_utils import http_request
 
     try:
-        return http_request(_host_creds(uri), endpoint, "GET", max_retries=0, timeout=TIMEOUT_S,
-                            raise_on_status=False, params=params)
-    except Exception as exc:  # noqa: BLE001  (connection refused, DNS, TLS: named below)
-        raise TrackingError(f"tracking server {uri} is unreachable ({type(exc).__name__}). Start "
-                            "it, fix tracking.uri, or run with tracking=none; nothing was run."
-                            ) from None
+        return http_request(_host_creds(uri), endpoint, "GET", raise_on_status=False,
+                            params=params)
+    except Exception as exc:  # noqa: BLE001  (connection refused, DNS, TLS, timeout: named below)
+        first = (str(exc).splitlines() or [""])[0][:300]
+        raise TrackingError(f"tracking server {uri} did not answer {endpoint} ({type(exc).__name__}: "
+                            f"{first}). Start it, fix tracking.uri, or run with tracking=none; "
+                            "nothing was run.") from None
 
 
 def _sent(uri: str) -> str:

@@ -26,6 +26,7 @@ def tracking_server(tmp_path):
         yield uri
 
 
+@pytest.mark.timeout(1200)  # minutes when other work keeps a 2-core machine busy
 @pytest.mark.parametrize("background", [True, False], ids=["uploader", "workers-write"])
 def test_parallel_sweep_against_postgres_server(tracking_server, tmp_path, background):
     proc = subprocess.run(
