@@ -8,7 +8,7 @@ import os
 # CPU, but on a busy machine (the background uploader, a second worker, anyone
 # else) its threads spin waiting for work, which tripled the CPU time of
 # calibrating jobs (scipy's L-BFGS-B). Set before numpy is first imported; the
-# uploader and joblib workers inherit it. docs/operations.md has the figures.
+# uploader and joblib workers inherit it. bench/README.md has the figures.
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
     os.environ.setdefault(_var, "1")
 

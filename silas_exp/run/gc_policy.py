@@ -12,8 +12,7 @@ spent mostly walking objects that were still alive.
 A first threshold of 10,000 runs it ~20 times less often; cycles are still
 collected, a little later. Nothing else changes: collection timing touches no
 result (the replay golden digests and the README sweep's outputs are the same
-either way). ``docs/operations.md`` ("Where a sweep's time goes") has the
-figures.
+either way). ``bench/README.md`` (the rounds) has the figures.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from typing import Any
 from silas_exp.errors import AnalysisError
 from silas_exp.tracking.payload import BASELINE_NAME_MARK as NAME_MARK
 from silas_exp.tracking.payload import baseline_key
+from silas_exp.tracking.permissions import require_promote
 from silas_exp.tracking.reader import Reader
 
 LEGACY_POINTER = "silas.baseline_run_id"  # experiment tag of stores from before per-suite keys
@@ -63,6 +64,7 @@ def _bounded(history: list[dict[str, Any]]) -> str:
 
 def promote(reader: Reader, run_id: str, suite_dir: Path | None = None) -> dict[str, Any]:
     run = reader.run(run_id)
+    require_promote(reader.uri, run.info.experiment_id)
     status = run.info.status
     if status != "FINISHED":
         raise AnalysisError(f"run {run_id} is {status}; only a FINISHED run can become a baseline")

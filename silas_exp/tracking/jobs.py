@@ -28,6 +28,7 @@ from silas_exp.tracking.payload import (
     standard_tags,
     suite_dataset,
 )
+from silas_exp.tracking.permissions import SWEEP, require
 from silas_exp.tracking.tables import case_tables, probe_table
 
 if TYPE_CHECKING:  # mlflow is imported only where a store is opened (~1.2 s)
@@ -173,6 +174,8 @@ class JobTracker:
         if self.store is None:
             return self
         exp_id = self.sweep.experiment_id if self.sweep and self.sweep.experiment_id else None
+        if exp_id is None:  # a single run: refused before its first case, in one paragraph
+            require(self.store.uri, experiment_name(self.cfg), SWEEP, "log a sweep or a run")
         self.experiment_id = exp_id or self.store.ensure_experiment(experiment_name(self.cfg))
         parent = self.sweep.parent_run_id if self.sweep else None
         self.payload = job_payload(self.cfg, self.job, self.sweep, self.suite_version,

@@ -73,9 +73,10 @@ class MlflowTracker:
         return str(self.cfg.tracking.uri)
 
     def preflight(self) -> None:
-        preflight(self.cfg.tracking.uri)
+        preflight(self.cfg.tracking.uri, experiment_name(self.cfg))
 
     def prepare(self) -> None:
+        preflight(self.cfg.tracking.uri, experiment_name(self.cfg))
         self.store.ensure_store()
         self.store.ensure_experiment(experiment_name(self.cfg))
 

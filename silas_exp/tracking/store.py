@@ -28,6 +28,7 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 
 from silas_exp.errors import TrackingError  # noqa: E402
 from silas_exp.records import exclusive  # noqa: E402
+from silas_exp.tracking import permissions  # noqa: E402
 from silas_exp.tracking.payload import (  # noqa: E402
     BASELINE_NAME_MARK,
     EXPERIMENT_KIND,
@@ -79,8 +80,8 @@ class _WriteLock:
     a lock on ``<db>.lock``) and retries "database is locked"; MLflow's SQLite
     store has neither. A no-op for server and other database URIs."""
 
-    def __init__(self, db: Path | None, retries: int = 8) -> None:
-        self.db, self.retries = db, retries
+    def __init__(self, db: Path | None, uri: str = "", retries: int = 8) -> None:
+        self.db, self.uri, self.retries = db, uri, retries
 
     def held(self) -> contextlib.AbstractContextManager[None]:
         return exclusive(self.db) if self.db is not None else contextlib.nullcontext()
@@ -91,6 +92,8 @@ class _WriteLock:
                 with self.held():
                     return fn(*args, **kwargs)
             except MlflowException as exc:
+                if exc.error_code == "PERMISSION_DENIED":
+                    raise permissions.refused(self.uri, getattr(fn, "__name__", "a write")) from None
                 if "locked" not in str(exc).lower() or attempt == self.retries - 1:
                     raise
                 time.sleep(0.05 * 2**attempt)
@@ -135,8 +138,12 @@ def _create_sqlite_store(db: Path) -> None:
 class MlflowStore:
     def __init__(self, uri: str, artifact_root: str | None = None) -> None:
         self.uri, self.artifact_root = uri, artifact_root_for(uri, artifact_root)
+        self.user = permissions.Identity(uri)  # who the server takes this process for
+        if permissions.is_server(uri):  # refused credentials: one paragraph now, no retries later
+            permissions.refuse_credentials_in_uri(uri)
+            self.user = permissions.whoami(uri)
         db = _sqlite_path(uri)
-        self._lock = _WriteLock(db)
+        self._lock = _WriteLock(db, uri)
         if db is not None:
             try:
                 db.parent.mkdir(parents=True, exist_ok=True)

@@ -4,94 +4,29 @@ the default run (needs Debian's postgresql package and psycopg2-binary)."""
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from ..conftest import REPO
+from ._servers import mlflow_server, postgres
 
 pytestmark = pytest.mark.postgres
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _pg_bin() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    return Path(found[-1]).parent if found else None
-
-
 @pytest.fixture
 def tracking_server(tmp_path):
-    bindir = _pg_bin()
-    if bindir is None or shutil.which("runuser") is None:
-        missing = "PostgreSQL is not installed (apt-get install postgresql)"
-        if os.environ.get("SILAS_REQUIRE_POSTGRES"):  # CI: a skip would hide the test
-            pytest.fail(missing)
-        pytest.skip(missing)
-    if os.environ.get("SILAS_REQUIRE_POSTGRES"):
-        import psycopg2  # noqa: F401
-    pytest.importorskip("psycopg2")
-    # the server runs as the postgres user, which cannot enter pytest's 0700 tmp folders
-    base = Path(tempfile.mkdtemp(prefix="silas-pg-"))
-    os.chmod(base, 0o755)
-    data, sock = base / "pg", base / "sock"
-    sock.mkdir()
-    data.mkdir()
-    shutil.chown(data, "postgres")
-    shutil.chown(sock, "postgres")
-    as_pg = ["runuser", "-u", "postgres", "--"]
-    subprocess.run([*as_pg, str(bindir / "initdb"), "-D", str(data), "-A", "trust"], check=True,
-                   capture_output=True)
-    pg_port = _free_port()
-    subprocess.run([*as_pg, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(data / "log"),
-                    "-o", f"-p {pg_port} -k {sock} -h 127.0.0.1", "start"], check=True,
-                   capture_output=True)
-    server = None
-    try:
-        subprocess.run([*as_pg, str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(pg_port),
-                        "mlflow"], check=True, capture_output=True)
-        port = _free_port()
-        uri = f"http://127.0.0.1:{port}"
-        server = subprocess.Popen(
-            [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-             "--backend-store-uri", f"postgresql+psycopg2://postgres@127.0.0.1:{pg_port}/mlflow",
+    with postgres("mlflow") as pg, mlflow_server(
+            ["--backend-store-uri", f"postgresql+psycopg2://{pg}/mlflow",
              "--artifacts-destination", str(tmp_path / "artifacts"), "--workers", "2"],
-            env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}, stdout=subprocess.DEVNULL,
-            stderr=open(tmp_path / "server.log", "w"))  # noqa: SIM115
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(uri + "/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.time() < deadline, (tmp_path / "server.log").read_text()[-2000:]
-            time.sleep(0.5)
+            tmp_path / "server.log") as uri:
         yield uri
-    finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
-        subprocess.run([*as_pg, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
-                       capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.timeout(1200)  # minutes when other work keeps a 2-core machine busy
 @pytest.mark.parametrize("background", [True, False], ids=["uploader", "workers-write"])
 def test_parallel_sweep_against_postgres_server(tracking_server, tmp_path, background):
     proc = subprocess.run(
