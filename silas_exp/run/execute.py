@@ -33,7 +33,7 @@ def warm_up() -> None:
     """Import in the launching process what a job imports on first use (scipy's
     stats and optimize: ~0.5 s of CPU each), and load the compiled replay loop
     (numba and the loop's machine code: ~0.5 s from numba's cache; on a
-    machine's first run it compiles, ~15 s, once here instead of in every
+    machine's first run it compiles, ~40 s of CPU, once here instead of in every
     worker). The default launcher calls this before it forks its workers
     (``hydra.launcher.before_fork``), so they start with them; the end of the
     sweep needs scipy.stats anyway."""

@@ -82,7 +82,7 @@ def answer_chars(ctx_ids: list[str], reasons: list[str]) -> int:
 
 def warm_up() -> None:
     """Load the compiled loop's machine code (from numba's cache, or compiled on
-    a machine's first run, ~15 s) by replaying a two-item session: a launcher
+    a machine's first run, ~40 s of CPU) by replaying a two-item session: a launcher
     that forks its workers after this hands them the loaded code, instead of
     every worker loading (or compiling) it again."""
     from silas_exp.context.budget import PROFILES
