@@ -15,6 +15,7 @@ from silas_exp.analysis.columns import data_table
 from silas_exp.analysis.decision import verdict_counts
 from silas_exp.analysis.report import decision_lines, paired_table, verdict_lines, verdict_rule
 from silas_exp.analysis.result import AblationResult, Comparison
+from silas_exp.metrics.numbers import rounded
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import Outcome
 
@@ -64,7 +65,8 @@ def parent_metrics(r: AblationResult) -> dict[str, float]:
     run page cuts long names, so the variant comes first), then the verdict
     counts. MLflow's charts label a value with two decimals: a raw Δ of
     −0.005 would read −0.01, a share of the margin reads right. Every
-    statistic is in the ``ablation_table.json`` table."""
+    statistic is in the ``ablation_table.json`` table. Values are rounded to
+    four significant digits: the run page's table shows every digit logged."""
     counts = {f"verdict.{o.value}": float(sum(vv.outcome is o for vv in r.verdicts.values()))
               for o in Outcome}
     room = PARENT_METRICS - len(counts) - 2  # sweep.jobs, sweep.failed_jobs
@@ -73,7 +75,7 @@ def parent_metrics(r: AblationResult) -> dict[str, float]:
     for metric in r.gated:
         for c in r.table(metric):
             if len(out) < room and not math.isnan(c.delta) and c.margin > 0:
-                out[f"margins.{short[c.variant]}.{metric}"[:250]] = in_margins(c)
+                out[f"margins.{short[c.variant]}.{metric}"[:250]] = rounded(in_margins(c))
     return {**out, **counts}
 
 
