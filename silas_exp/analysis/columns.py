@@ -12,7 +12,7 @@ from typing import Any
 
 from silas_exp.analysis.decision import margin_text
 from silas_exp.analysis.result import AblationResult, Comparison
-from silas_exp.metrics.numbers import DIGITS, interval, num, p_value
+from silas_exp.metrics.numbers import interval, num, p_value, rounded
 
 
 def _mean(mean: float, sd: float) -> str:
@@ -22,7 +22,7 @@ def _mean(mean: float, sd: float) -> str:
 def _rounded(x: Any) -> Any:
     """A float as the table shows it (four significant digits), NaN as None."""
     if isinstance(x, float):
-        return None if math.isnan(x) else float(f"{x:.{DIGITS}g}")
+        return None if math.isnan(x) else rounded(x)
     return x
 
 

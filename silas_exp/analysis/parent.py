@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from silas_exp.analysis.columns import data_table
 from silas_exp.analysis.decision import verdict_counts
 from silas_exp.analysis.report import decision_lines, paired_table, verdict_lines, verdict_rule
-from silas_exp.analysis.result import AblationResult
+from silas_exp.analysis.result import AblationResult, Comparison
+from silas_exp.metrics.numbers import rounded
+from silas_exp.metrics.registry import spec
 from silas_exp.stats import Outcome
 
 ARTIFACTS = ("ablation.html",)  # ablation.md and the plots are logged with the sweep
@@ -58,9 +60,13 @@ def sweep_params(command: str, swept: list[str], added_control: str | None) -> d
 def parent_metrics(r: AblationResult) -> dict[str, float]:
     """A handful of metrics named for charts (at most PARENT_METRICS, the sweep's
     job counts included): each variant's difference from the control on the
-    gated metrics first (``delta.<variant>.<metric>``: the run page cuts long
-    names, so the variant comes first), then the verdict counts. Every
-    statistic is in the ``ablation_table.json`` table."""
+    gated metrics first, in units of the metric's margin and oriented so that
+    below zero is worse (``margins.<variant>.<metric>``: −1 is the margin; the
+    run page cuts long names, so the variant comes first), then the verdict
+    counts. MLflow's charts label a value with two decimals: a raw Δ of
+    −0.005 would read −0.01, a share of the margin reads right. Every
+    statistic is in the ``ablation_table.json`` table. Values are rounded to
+    four significant digits: the run page's table shows every digit logged."""
     counts = {f"verdict.{o.value}": float(sum(vv.outcome is o for vv in r.verdicts.values()))
               for o in Outcome}
     room = PARENT_METRICS - len(counts) - 2  # sweep.jobs, sweep.failed_jobs
@@ -68,9 +74,15 @@ def parent_metrics(r: AblationResult) -> dict[str, float]:
     out: dict[str, float] = {}  # in the order the run page lists them: gated first
     for metric in r.gated:
         for c in r.table(metric):
-            if len(out) < room and not math.isnan(c.delta):
-                out[f"delta.{short[c.variant]}.{metric}"[:250]] = float(c.delta)
+            if len(out) < room and not math.isnan(c.delta) and c.margin > 0:
+                out[f"margins.{short[c.variant]}.{metric}"[:250]] = rounded(in_margins(c))
     return {**out, **counts}
+
+
+def in_margins(c: Comparison) -> float:
+    """The difference as a share of the margin, below zero when worse."""
+    sign = -1.0 if spec(c.metric).direction == "lower" else 1.0
+    return sign * float(c.delta) / c.margin
 
 
 def chart_names(variants: list[str]) -> dict[str, str]:
@@ -102,7 +114,7 @@ def parent_summary(r: AblationResult, swept: list[str] | None = None,
             "silas.gated": ",".join(r.gated),
             "mlflow.runName": f"{verdict_counts(r)} · sweep-{r.sweep_id}"
                               + (f" {what}" if what else "")}
-    short = chart_names(list(r.verdicts))  # the names of the parent's delta metrics too
+    short = chart_names(list(r.verdicts))  # the names of the parent's margins.* metrics too
     for v, vv in sorted(r.verdicts.items()):
         tags[f"silas.verdict.{short[v]}"] = vv.outcome.value
     return ParentReport(params=sweep_params(r.command, swept, added_control),

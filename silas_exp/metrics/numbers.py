@@ -39,6 +39,11 @@ def p_value(p: float) -> str:
     return "—" if math.isnan(p) else ("<0.001" if p < 0.001 else f"{p:.3f}")
 
 
+def rounded(x: float) -> float:
+    """A value to four significant digits, for logs that show every digit."""
+    return x if math.isnan(x) or math.isinf(x) else float(f"{x:.{DIGITS}g}")
+
+
 def percent(share: float) -> str:
     """A confidence or a level: ``95%``, ``95.69%``, ``2.155%``."""
     return f"{share * 100:.{DIGITS}g}%"

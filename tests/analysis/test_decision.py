@@ -65,8 +65,8 @@ def test_a_wide_sweep_keeps_few_parent_metrics_gated_first():
                                              for i in range(12)}}
     summary = parent_summary(ablation(_sweep(variants)))
     assert len(summary.metrics) + 2 <= PARENT_METRICS  # + sweep.jobs, sweep.failed_jobs
-    assert {k.split(".")[0] for k in summary.metrics} == {"verdict", "delta"}
-    assert list(summary.metrics)[0].startswith("delta.v0.")  # the run page keeps logged order
+    assert {k.split(".")[0] for k in summary.metrics} == {"verdict", "margins"}
+    assert list(summary.metrics)[0].startswith("margins.v0.")  # the run page keeps logged order
     [table] = summary.tables.values()
     assert len(set(table["variant"])) == 12  # every comparison is in the table
 
