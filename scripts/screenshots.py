@@ -196,7 +196,7 @@ def shoot(url: str, work: Path, out: Path) -> None:
                       f"ablation.html{runs_view}", wait=8)
         save(driver, out, "ablation_report.png")
         _open(driver, f"{url}/#/experiments/{default}/runs/{parent.info.run_id}/artifacts/"
-                      f"summary.md{runs_view}", wait=8)
+                      f"summary.md{runs_view}", wait=25)
         save(driver, out, "paired_table.png")
         _open(driver, f"{url}/#/experiments/{default}/runs{runs_view}&compareRunsMode=CHART",
               wait=15)
@@ -206,7 +206,12 @@ def shoot(url: str, work: Path, out: Path) -> None:
         _click(driver, "//button[contains(@data-component-id,'runnamecellrenderer')]", wait=3)
         save(driver, out, "runs_expanded.png")
         # a job run clicked in the runs table: its run page, still in "Model training"
-        _click(driver, f"//a[contains(@href,'{child.info.run_id}')]", wait=8)
+        from selenium.webdriver.common.by import By
+
+        link = driver.find_elements(By.XPATH, f"//a[contains(@href,'{child.info.run_id}')]")
+        if link:  # a real click, as a user's (the app routes it)
+            link[0].click()
+            time.sleep(10)
         save(driver, out, "job_clicked.png")
         _open(driver, f"{url}/#/experiments/{default}/runs/{child.info.run_id}{runs_view}")
         save(driver, out, "child_run.png")
