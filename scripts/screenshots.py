@@ -11,10 +11,8 @@ takes 1280×800 PNGs in headless Chromium with a fresh profile:
 * ``experiment_runs.png``   the experiment as the printed link opens it (runs)
 * ``runs_expanded.png``     the runs table with the sweep's parent run expanded: its name
                             opens with the verdict counts
-* ``job_clicked.png``       a job run clicked in that table: its page, still "Model training"
-* ``paired_table.png``      the parent's ``summary.md``: each variant beside the control on
-                            its own cases
-* ``chart_view.png``        the experiment's chart view, first row
+* ``chart_view.png``        the experiment's chart view, first row: the parent's
+                            ``margins.<variant>.<metric>`` charts
 * ``parent_verdict.png``    the README sweep's parent run: the decision in its collapsed description
 * ``child_run.png``         the promoted baseline's job run: name, description, params, dataset
 * ``ablation_report.png``   the probe sweep parent's ``ablation.html`` in the artifact view
@@ -195,9 +193,6 @@ def shoot(url: str, work: Path, out: Path) -> None:
         _open(driver, f"{url}/#/experiments/{probes}/runs/{probe_parent.info.run_id}/artifacts/"
                       f"ablation.html{runs_view}", wait=8)
         save(driver, out, "ablation_report.png")
-        _open(driver, f"{url}/#/experiments/{default}/runs/{parent.info.run_id}/artifacts/"
-                      f"summary.md{runs_view}", wait=8)
-        save(driver, out, "paired_table.png")
         _open(driver, f"{url}/#/experiments/{default}/runs{runs_view}&compareRunsMode=CHART",
               wait=15)
         save(driver, out, "chart_view.png")
@@ -205,9 +200,6 @@ def shoot(url: str, work: Path, out: Path) -> None:
         save(driver, out, "experiment_runs.png")
         _click(driver, "//button[contains(@data-component-id,'runnamecellrenderer')]", wait=3)
         save(driver, out, "runs_expanded.png")
-        # a job run clicked in the runs table: its run page, still in "Model training"
-        _click(driver, f"//a[contains(@href,'{child.info.run_id}')]", wait=8)
-        save(driver, out, "job_clicked.png")
         _open(driver, f"{url}/#/experiments/{default}/runs/{child.info.run_id}{runs_view}")
         save(driver, out, "child_run.png")
         _open(driver, f"{url}/#/experiments/{probes}/traces?workflowType=genai"
