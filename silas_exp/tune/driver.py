@@ -28,6 +28,7 @@ from silas_exp.data.suites.blocks import n_blocks
 from silas_exp.data.suites.memo import load_suite_cached
 from silas_exp.errors import ConfigError, pydantic_error_to_config_error
 from silas_exp.records import SweepManifest, read_manifest, update_manifest
+from silas_exp.stats import Outcome
 from silas_exp.study.looks import look_and_close
 from silas_exp.study.loop import run_looks
 from silas_exp.study.state import AdaptiveState
@@ -294,7 +295,7 @@ class TuneLoop:
             state.write(self.sweep_dir)
             for v, why in state.closed.items():
                 if why["round"] == at:
-                    log.info(f"Certification: {v} stops after block {at}: {why['outcome']} — "
+                    log.info(f"Certification: {v} stops after block {at}: {Outcome(why['outcome']).words} — "
                              f"{why['why']}")
 
         if blocks > 1:

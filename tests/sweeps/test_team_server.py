@@ -19,7 +19,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from mlflow.server.auth.client import AuthServiceClient
 from mlflow.tracking import MlflowClient
 
 from ..conftest import REPO
@@ -97,6 +96,9 @@ def team(tmp_path, monkeypatch):
             monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "admin")
             monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", passwords["admin"])
             client = team.admin()
+            from mlflow.server.auth.client import (
+                AuthServiceClient,  # the [auth] extra: -m postgres only
+            )
             auth = AuthServiceClient(uri)
             for user in ("editor", "reader"):
                 auth.create_user(user, passwords[user])
