@@ -53,6 +53,7 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any
     its parent run (None if absent) and, for a sequential sweep, the plan and
     stops its parent run keeps (``adaptive.json``; else None)."""
     from silas_exp.analysis.adaptive import AdaptiveState
+    from silas_exp.analysis.baseline import ControlArm
     from silas_exp.analysis.data import SweepData, job_from_result, latest_per_job, merge_blocks
     from silas_exp.records import ADAPTIVE_FILE
     from silas_exp.tracking.reader import Reader
@@ -63,14 +64,15 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any
                          for r in latest_per_job(children)])
     command = parent.data.tags.get("silas.command", "") if parent else ""
     text = reader.artifact_text(parent.info.run_id, ADAPTIVE_FILE) if parent else None
-    return (SweepData(sweep_id, command, jobs), parent,
+    arm = ControlArm.from_tags(parent.data.tags) if parent else None
+    return (SweepData(sweep_id, command, jobs, control_arm=arm), parent,
             AdaptiveState.from_json(text) if text else None)
 
 
 def cmd_ablation(args) -> int:
     from silas_exp.analysis.ablation import ablation
     from silas_exp.analysis.adaptive import AdaptiveState, read_as_decided
-    from silas_exp.analysis.data import load_baseline, load_sweep_dir
+    from silas_exp.analysis.data import load_sensitivity, load_sweep_dir
     from silas_exp.analysis.plots import ablation_plots
     from silas_exp.analysis.report import ablation_markdown
 
@@ -81,7 +83,7 @@ def cmd_ablation(args) -> int:
         state = AdaptiveState.read(Path(args.sweep))
     else:
         data, parent, state = load_sweep_from_mlflow(args.tracking_uri, args.sweep)
-        data.baseline = load_baseline(suite_dir) if suite_dir else None
+        data.sensitivity = load_sensitivity(suite_dir) if suite_dir else None
     own, notes = None, []
     if args.confidence is None:  # a sequential study: read as it decided, look by look
         settings, own, notes = read_as_decided(state, settings)
@@ -214,10 +216,15 @@ def cmd_baseline(args) -> int:
     reader = _reader(args)
     if args.action == "promote":
         if not args.run:
-            raise AnalysisError("baseline promote needs a RUN id (mlflow ui shows it)")
-        pins = baseline.promote(reader, args.run, Path(args.suite_dir) if args.suite_dir else None)
-        print(f"baseline of suite {pins['suite']!r} is now run {pins['run_id']} "
-              f"(suite {pins['suite_version']}, config {pins['config_hash']})")
+            raise AnalysisError("baseline promote needs a study (its sweep id or parent run) and "
+                                "a variant, or a job run: `silas-exp baseline promote SWEEP "
+                                "scorer=weights` (mlflow ui shows the ids)")
+        record = baseline.promote(reader, args.run, args.variant,
+                                  Path(args.suite_dir) if args.suite_dir else None)
+        print(f"baseline of suite {record.suite!r} is now {record.summary()}")
+        print(f"  promoted from run {record.source_run_id}"
+              + (f" (study {record.sweep_id})" if record.sweep_id else "")
+              + f"; later studies run `{' '.join(record.overrides)}` as their control")
     else:
         print(json.dumps(baseline.show(reader, _experiment_name(args), args.suite), indent=1))
     return 0
@@ -282,10 +289,12 @@ def register(sub, default_uri) -> None:
 
     p = add("ablation", cmd_ablation, "ablation statistics and report of a sweep (id or folder)")
     p.add_argument("sweep", help="sweep id (MLflow) or sweep folder (multirun/…)")
-    p.add_argument("--control", help="control variant (e.g. scorer=heuristic) or 'baseline'; "
-                   "default: the suite's promoted baseline, else the §19.5 control")
-    p.add_argument("--suite-dir", help="suite folder whose baseline.json may be the control")
-    p.add_argument("--no-baseline", action="store_true", help="never use the promoted baseline")
+    p.add_argument("--control", help="control variant (e.g. scorer=heuristic) or 'baseline' (the "
+                   "promoted baseline's arm, when the sweep ran it); default: that arm, else the "
+                   "§19.5 control")
+    p.add_argument("--suite-dir", help="suite folder whose sensitivity.json the report reads")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="never use the promoted baseline's arm as the control")
     p.add_argument("--metrics", nargs="*", help="metrics to report (default: by suite kind)")
     p.add_argument("--gate", nargs="*", help="gated metrics (default: the registry's for the suite)")
     p.add_argument("--margin", action="append", default=[], metavar="METRIC=VALUE",
@@ -315,7 +324,9 @@ def register(sub, default_uri) -> None:
 
     p = add("baseline", cmd_baseline, "promote or show the baseline of a suite")
     p.add_argument("action", choices=["promote", "show"])
-    p.add_argument("run", nargs="?")
+    p.add_argument("run", nargs="?", metavar="SWEEP_OR_RUN",
+                   help="a study (sweep id or parent run), a job run, or a plain run of the suite")
+    p.add_argument("variant", nargs="?", help="the study's variant to promote (scorer=weights)")
     p.add_argument("--suite", default="default")
     p.add_argument("--prefix", default="silas")
     p.add_argument("--experiment", help="experiment name (default: $MLFLOW_EXPERIMENT_NAME, "

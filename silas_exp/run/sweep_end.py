@@ -173,6 +173,9 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
         (sweep_dir / ABLATION_FILE).write_text(md)
         (sweep_dir / "ablation.html").write_text(ablation_html(result, plots))
         report = parent_summary(result, data.swept_keys, data.added_control)
+        if data.control_arm is not None and result.control == data.control_arm.name:
+            report.tags.update(data.control_arm.tags())  # the study links to its baseline
+            report.description = data.control_arm.linked(report.description or "")
         print(f"\nAblation vs {result.control} ({result.control_reason}):")
         print(f"  {decision_sentence(result, result.ranking)}")
         for variant, vv in sorted(result.verdicts.items()):
