@@ -231,32 +231,123 @@ def cmd_baseline(args) -> int:
 
 
 def cmd_regress(args) -> int:
-    from silas_exp.analysis.gates import check_gates, parse_gates
-    from silas_exp.analysis.regress import record_outcome, regress
-    from silas_exp.tracking import baseline
+    """A study's variant, or a configuration, against the suite's baseline
+    (silas_exp.analysis.regress); exit 1 unless "no regression" (or accepted)."""
+    import tempfile
 
-    reader = _reader(args)
-    run = reader.run(args.run)
-    base_id = args.baseline or baseline.current_baseline(
-        reader, reader.store.client.get_experiment(run.info.experiment_id).name,
-        run.data.tags.get("silas.suite", ""))
-    report = regress(_job(reader, args.run), _job(reader, base_id), args.run, base_id,
-                     latency_floor_ms=args.latency_floor_ms)
-    gates = check_gates(_job(reader, args.run).metrics, parse_gates(args.fail_under))
-    md = report.markdown(accepted=args.accept_regression)
+    from silas_exp.analysis.baseline import read_baseline
+    from silas_exp.analysis.gates import check_gates, parse_gates
+    from silas_exp.analysis.regress import NOTE_MARK, accepted_text, regress
+    from silas_exp.run import regress as runs
+    from silas_exp.tracking import baseline
+    from silas_exp.tracking.payload import user_name
+
+    if bool(args.run) == bool(args.config):
+        raise AnalysisError("regress checks a study (SWEEP_OR_RUN [VARIANT]) or a configuration "
+                            "(--config scorer=weights ...), one of the two")
+    reader = None if args.no_log and args.config else _reader(args)
+    work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="regress-"))
+    if args.config:
+        suite_dir = Path(args.suite_dir) if args.suite_dir else _config_suite_dir(args.config)
+        record = _baseline_of(read_baseline(suite_dir), suite_dir)
+        checked, aa = runs.check_configuration(record, args.config, work, args.seeds_from,
+                                               not args.no_aa, args.workers)
+        subject, target = f"configuration `{' '.join(args.config)}`", None
+        aa_source = None
+        if args.seeds_from:
+            subject += f" (repeats {args.seeds_from}+: other seeds)"
+    else:
+        from silas_exp.analysis.baseline import ControlArm
+        from silas_exp.analysis.data import job_from_result, merge_blocks
+
+        study = baseline.resolve(reader, args.run, args.variant)
+        suite_dir = Path(args.suite_dir) if args.suite_dir else baseline._suite_dir(study.jobs[0])
+        record = _baseline_of(read_baseline(suite_dir), suite_dir)
+        jobs = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
+                             for r in study.jobs])
+        checked, ran = runs.complete_study(baseline.study_overrides(reader, study), jobs, record,
+                                           work, args.workers)
+        arm = ControlArm.from_tags(study.run.data.tags) if study.sweep_id else None
+        aa, aa_source = [], "the study's own run of the baseline's configuration"
+        if arm is not None and arm.name == record.name and study.variant != arm.name:
+            aa = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
+                               for r in baseline.resolve(reader, study.run.info.run_id,
+                                                         arm.name).jobs])
+        subject = (f"`{study.variant}` of study {study.sweep_id}" if study.sweep_id
+                   else f"run {study.run.info.run_id[:8]}")
+        if ran:
+            subject += f" ({ran} job(s) of missing blocks run for the check)"
+        target = study.run.info.run_id
+    report = regress(checked, record_jobs(record), subject=subject,
+                     baseline_name=f"`{record.name}` (run {record.source_run_id[:8]})",
+                     baseline_run_id=record.source_run_id, aa=aa, aa_source=aa_source,
+                     latency=not record.simulated)
+    accepted = accepted_text(args.accept_regression, user_name()) \
+        if args.accept_regression and report.regressed else None
+    md = report.markdown(accepted)
+    gates = check_gates(checked[0].metrics if checked else {}, parse_gates(args.fail_under))
     md += "".join(f"- gate: {g.line()}\n" for g in gates)
     print(md)
+    print(report.headline(accepted))
     if args.out:
         Path(args.out).write_text(md)
-    if not args.no_log:
-        record_outcome(reader, args.run, report, md, args.accept_regression,
-                       all(g.passed for g in gates) if gates else None)
+    if reader is not None and not args.no_log:
+        if target is None:
+            target = _regress_run(reader, record, subject)
+        tags = {"silas.regress": "pass" if not report.regressed else
+                "regression" if report.outcome.value == "do_not_ship" else "inconclusive",
+                "silas.regress_baseline": record.source_run_id,
+                "silas.regress_at": _now(), "silas.regress_by": user_name(),
+                "silas.regress_flags": report.flag_line()[:5000]}
+        if accepted:
+            tags["silas.regress_accepted"] = accepted[:5000]
+        if gates:
+            tags["silas.regress_gates"] = "pass" if all(g.passed for g in gates) else "fail"
+        baseline.record_check(reader, target, tags, md, report.headline(accepted), NOTE_MARK)
+        print(f"recorded on run {target} (tag silas.regress, regress.md)")
     if any(not g.passed for g in gates):
         return 1
-    if report.regressed and not args.accept_regression:
-        raise RegressionFound(f"{len(report.case_flags)} case regression(s), "
-                              f"{len(report.metric_flags)} metric regression(s); see the report above")
+    if report.regressed and not accepted:
+        raise RegressionFound(f"{report.decision}: {report.reasons()}; see the report above "
+                              "(--accept-regression REASON accepts it, recorded on the run)")
     return 0
+
+
+def record_jobs(record):
+    """The baseline's jobs, one per repeat (blocks merged), as analysis data."""
+    from silas_exp.analysis.data import job_data, merge_blocks
+
+    return merge_blocks([job_data(record.name, j.repeat, j.metrics, j.results, j.run_id)
+                         for j in record.jobs])
+
+
+def _baseline_of(record, suite_dir: Path):
+    if record is None:
+        raise AnalysisError(f"{suite_dir}: no baseline.json; promote one first: `silas-exp "
+                            "baseline promote SWEEP scorer=weights`")
+    return record
+
+
+def _config_suite_dir(config: list[str]) -> Path:
+    from silas_exp.config import compose_config
+
+    return Path(compose_config([*config, "tracking=none"]).suite.path)
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _regress_run(reader, record, subject: str) -> str:
+    """A run of its own for the check of a configuration (no study to hold it)."""
+    exp_id = record.experiment_id or reader.store.ensure_experiment(f"silas-{record.suite}")
+    run_id = reader.store.start_run(exp_id, f"regress {subject.split('`')[1][:40]}",
+                                    {"silas.kind": "regress", "silas.suite": record.suite,
+                                     "silas.baseline_run_id": record.source_run_id})
+    reader.store.end_run(run_id)
+    return run_id
 
 
 def cmd_prometheus(args) -> int:
@@ -333,15 +424,29 @@ def register(sub, default_uri) -> None:
                                         "else <prefix>-<suite>)")
     p.add_argument("--suite-dir", help="suite folder for baseline.json (default: the run's suite.path)")
 
-    p = add("regress", cmd_regress, "regression check of a run against the baseline (exit 1)")
-    p.add_argument("run")
-    p.add_argument("--baseline", help="baseline run id (default: the suite's promoted baseline)")
-    p.add_argument("--accept-regression", action="store_true")
+    p = add("regress", cmd_regress, "check a study's variant or a configuration against the "
+            "suite's baseline (exit 1 unless no regression)")
+    p.add_argument("run", nargs="?", metavar="SWEEP_OR_RUN",
+                   help="a study (sweep id or parent run) or one of its job runs")
+    p.add_argument("variant", nargs="?", help="the study's variant to check (scorer=prompt)")
+    p.add_argument("--config", nargs="+", metavar="OVERRIDE",
+                   help="check a configuration instead: run it on the baseline's cases and seeds")
+    p.add_argument("--suite-dir", help="suite folder with baseline.json (default: the study's "
+                                       "suite, or the configuration's)")
+    p.add_argument("--seeds-from", type=int, default=0, metavar="N",
+                   help="--config: run as repeats N+ (other seeds, the same cases; default 0: "
+                        "the baseline's seeds)")
+    p.add_argument("--no-aa", action="store_true",
+                   help="--config: no A/A run (the flags' expected counts need the baseline's "
+                        "repeats then)")
+    p.add_argument("--workers", type=int, default=1, help="processes for the jobs it runs")
+    p.add_argument("--work-dir", help="where the jobs it runs write (default: a temporary folder)")
+    p.add_argument("--accept-regression", metavar="REASON",
+                   help="accept a regression: exit 0, the reason recorded with time and user")
     p.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE")
-    p.add_argument("--latency-floor-ms", type=float, default=50.0)
-    p.add_argument("--out", help="write the markdown report here (for a PR description)")
+    p.add_argument("--out", help="write the markdown report here (for a pull request)")
     p.add_argument("--no-log", action="store_true",
-                   help="do not record the outcome on the run (tag silas.regress + regress.md)")
+                   help="do not record the outcome (tags silas.regress*, regress.md) in MLflow")
 
     add("export-prometheus", cmd_prometheus, "pass rates in Prometheus text format (§20.8)")
 
