@@ -221,10 +221,11 @@ def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject:
                               len({c for j in now for c in j.cases}),
                               {k: r * compared for k, r in rates.items()},
                               source if pairs else "", latency)
-    missing = covered - {c for j in now for c in j.cases}
+    have = {j.repeat: set(j.cases) for j in now}
+    missing = sorted((c, j.repeat) for j in was for c in j.cases if c not in have.get(j.repeat, ()))
     if missing:
-        report.notes.append(f"{len(missing)} case(s) of the baseline have no result here: "
-                            + ", ".join(sorted(missing)[:5]))
+        report.notes.append(f"{len(missing)} (case, repeat) result(s) of the baseline have none "
+                            "here to pair with: " + ", ".join(f"{c} r{r}" for c, r in missing[:5]))
     return report
 
 
