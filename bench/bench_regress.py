@@ -76,18 +76,20 @@ def main() -> None:
           f"{'pass->fail (mean)':>18s} {'expected':>9s}")
     for name, k in (("unchanged", 0.0), ("twice", 2.0)):
         counts = {o: 0 for o in Outcome}
-        flips = []
+        flips, why = [], []
         expected = math.nan
         for r in sorted(jobs):
             report = regress([worse(jobs[r], k)], [base], subject=f"seed {r}",
                              baseline_name="bench", baseline_run_id="bench", aa=[aa])
             counts[report.outcome] += 1
             flips.append(report.flag_counts()["pass"])
+            if report.outcome is not (Outcome.SHIP if k == 0 else Outcome.DO_NOT_SHIP):
+                why.append(f"seed {r}: {report.decision}: {report.reasons()}")
             expected = report.expected.get("pass", math.nan)
         row = {"no_regression": counts[Outcome.SHIP], "regression": counts[Outcome.DO_NOT_SHIP],
                "not_ruled_out": counts[Outcome.INCONCLUSIVE], "checks": len(jobs),
                "pass_to_fail_mean": float(np.mean(flips)), "pass_to_fail": flips,
-               "pass_to_fail_expected": expected}
+               "pass_to_fail_expected": expected, "misses": why}
         out["scenarios"][name] = row
         print(f"{name:10s} {row['no_regression']:9d} {row['regression']:6d} "
               f"{row['not_ruled_out']:8d} {row['pass_to_fail_mean']:18.1f} {expected:9.1f}")
