@@ -97,7 +97,7 @@ def fill_store(work: Path) -> None:
                env={"ANTHROPIC_API_KEY": API_KEY})
 
 
-def serve(work: Path) -> tuple[subprocess.Popen, str]:
+def serve(work: Path, wait: float = 90.0) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
@@ -105,7 +105,7 @@ def serve(work: Path) -> tuple[subprocess.Popen, str]:
          "--backend-store-uri", f"sqlite:///{work / 'mlruns' / 'mlflow.db'}", "--workers", "1"],
         env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
-    deadline = time.time() + 90
+    deadline = time.time() + wait
     while time.time() < deadline:
         try:
             with urllib.request.urlopen(url + "/health", timeout=2):
@@ -113,7 +113,7 @@ def serve(work: Path) -> tuple[subprocess.Popen, str]:
         except OSError:
             time.sleep(0.5)
     server.terminate()
-    raise SystemExit("mlflow server did not become healthy within 90 s")
+    raise SystemExit(f"mlflow server did not become healthy within {wait:.0f} s")
 
 
 def browser():
