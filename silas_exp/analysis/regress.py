@@ -82,8 +82,7 @@ def flag_rates(pairs: Sequence[tuple[JobData, JobData]], latency: bool) -> dict[
     return {k: (v / n if n else math.nan) for k, v in counts.items()}
 
 
-def noise_pairs(baseline: Sequence[JobData], aa: Sequence[JobData] = (),
-                aa_source: str = "the baseline's configuration run again under other seeds"
+def noise_pairs(baseline: Sequence[JobData], aa: Sequence[JobData] = ()
                 ) -> tuple[list[tuple[JobData, JobData]], str]:
     """Pairs that differ only by noise, and where they come from: the
     baseline's own repeats when it has two or more, else the A/A's jobs
@@ -93,7 +92,7 @@ def noise_pairs(baseline: Sequence[JobData], aa: Sequence[JobData] = (),
                 f"the baseline's own {len(baseline)} repeats, each against the others")
     by_repeat = {j.repeat: j for j in baseline}
     pairs = [(j, by_repeat[j.repeat]) for j in aa if j.repeat in by_repeat]
-    return pairs, f"an A/A: {aa_source}"
+    return pairs, "an A/A: the baseline's configuration run again under other seeds"
 
 
 @dataclass
@@ -192,13 +191,12 @@ def _as(job: JobData, variant: str, cases: set[str]) -> JobData:
 
 def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject: str,
             baseline_name: str, baseline_run_id: str, settings: AnalysisSettings | None = None,
-            aa: Sequence[JobData] = (), aa_source: str | None = None,
-            latency: bool = False) -> RegressionReport:
+            aa: Sequence[JobData] = (), latency: bool = False) -> RegressionReport:
     """Check ``checked`` (one job per repeat, every block merged) against the
     ``baseline``'s jobs of the same repeats, on the cases the baseline covers.
-    ``aa``: the baseline's configuration run again (expected flag counts when
-    the baseline has one repeat), ``aa_source`` saying how; ``latency``: flag
-    latency (real models only)."""
+    ``aa``: the baseline's configuration run again under other seeds (expected
+    flag counts when the baseline has one repeat); ``latency``: flag latency
+    (real models only)."""
     s = (settings or AnalysisSettings()).model_copy(update={"control": LOGGED,
                                                             "use_baseline": False})
     covered = set().union(*[set(j.cases) for j in baseline]) if baseline else set()
@@ -213,8 +211,7 @@ def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject:
     by_repeat = {j.repeat: j for j in was}
     flags = [f for j in now for f in case_flags(j, by_repeat[j.repeat], latency)]
     compared = sum(_shared(j, by_repeat[j.repeat]) for j in now)
-    pairs, source = noise_pairs(was, [_as(j, "aa", covered) for j in aa],
-                                *([aa_source] if aa_source else []))
+    pairs, source = noise_pairs(was, [_as(j, "aa", covered) for j in aa])
     rates = flag_rates(pairs, latency) if pairs else {}
     report = RegressionReport(subject, baseline_name, baseline_run_id, result,
                               result.verdicts[CANDIDATE].outcome, flags, compared,

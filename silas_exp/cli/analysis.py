@@ -253,11 +253,9 @@ def cmd_regress(args) -> int:
         checked, aa = runs.check_configuration(record, args.config, work, args.seeds_from,
                                                not args.no_aa, args.workers)
         subject, target = f"configuration `{' '.join(args.config)}`", None
-        aa_source = None
         if args.seeds_from:
             subject += f" (repeats {args.seeds_from}+: other seeds)"
     else:
-        from silas_exp.analysis.baseline import ControlArm
         from silas_exp.analysis.data import job_from_result, merge_blocks
 
         study = baseline.resolve(reader, args.run, args.variant)
@@ -267,12 +265,7 @@ def cmd_regress(args) -> int:
                              for r in study.jobs])
         checked, ran = runs.complete_study(baseline.study_overrides(reader, study), jobs, record,
                                            work, args.workers)
-        arm = ControlArm.from_tags(study.run.data.tags) if study.sweep_id else None
-        aa, aa_source = [], "the study's own run of the baseline's configuration"
-        if arm is not None and arm.name == record.name and study.variant != arm.name:
-            aa = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
-                               for r in baseline.resolve(reader, study.run.info.run_id,
-                                                         arm.name).jobs])
+        aa = [] if args.no_aa else runs.aa_jobs(record, work, workers=args.workers)
         subject = (f"`{study.variant}` of study {study.sweep_id}" if study.sweep_id
                    else f"run {study.run.info.run_id[:8]}")
         if ran:
@@ -280,8 +273,7 @@ def cmd_regress(args) -> int:
         target = study.run.info.run_id
     report = regress(checked, record_jobs(record), subject=subject,
                      baseline_name=f"`{record.name}` (run {record.source_run_id[:8]})",
-                     baseline_run_id=record.source_run_id, aa=aa, aa_source=aa_source,
-                     latency=not record.simulated)
+                     baseline_run_id=record.source_run_id, aa=aa, latency=not record.simulated)
     accepted = accepted_text(args.accept_regression, user_name()) \
         if args.accept_regression and report.regressed else None
     md = report.markdown(accepted)
@@ -437,8 +429,8 @@ def register(sub, default_uri) -> None:
                    help="--config: run as repeats N+ (other seeds, the same cases; default 0: "
                         "the baseline's seeds)")
     p.add_argument("--no-aa", action="store_true",
-                   help="--config: no A/A run (the flags' expected counts need the baseline's "
-                        "repeats then)")
+                   help="no A/A run (the baseline's configuration under other seeds, for the "
+                        "flags' expected counts when the baseline has one repeat)")
     p.add_argument("--workers", type=int, default=1, help="processes for the jobs it runs")
     p.add_argument("--work-dir", help="where the jobs it runs write (default: a temporary folder)")
     p.add_argument("--accept-regression", metavar="REASON",

@@ -76,14 +76,20 @@ def check_configuration(record: BaselineRecord, config: Sequence[str], out_dir: 
     ``offset`` repeats further on), and, when the baseline has one repeat and
     ``aa``, the baseline's own configuration under other seeds (the A/A that
     says how many flags noise alone gives)."""
-    design = baseline_design(record)
-    checked = run_grid([*design, *config], baseline_grid(record, offset), out_dir / "checked",
-                       workers)
-    again = []
-    if aa and len(record.repeats()) < 2:
-        again = run_grid([*design, *record.overrides], baseline_grid(record, AA_REPEATS + offset),
-                         out_dir / "aa", workers)
-    return checked, again
+    checked = run_grid([*baseline_design(record), *config], baseline_grid(record, offset),
+                       out_dir / "checked", workers)
+    return checked, aa_jobs(record, out_dir, offset, workers) if aa else []
+
+
+def aa_jobs(record: BaselineRecord, out_dir: Path, offset: int = 0, workers: int = 1
+            ) -> list[JobData]:
+    """The A/A that says how many flags noise alone gives: the baseline's own
+    configuration on its cases under other seeds (none needed when the
+    baseline has two or more repeats: they are compared with each other)."""
+    if len(record.repeats()) > 1:
+        return []
+    return run_grid([*baseline_design(record), *record.overrides],
+                    baseline_grid(record, AA_REPEATS + offset), out_dir / "aa", workers)
 
 
 def missing_blocks(overrides: Sequence[str], have: dict[int, set[str]], wanted: dict[int, set[str]]
