@@ -100,7 +100,7 @@ def fill_store(work: Path) -> None:
                env={"ANTHROPIC_API_KEY": API_KEY})
 
 
-def serve(work: Path) -> tuple[subprocess.Popen, str]:
+def serve(work: Path, wait: float = 300.0) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
@@ -108,7 +108,7 @@ def serve(work: Path) -> tuple[subprocess.Popen, str]:
          "--backend-store-uri", f"sqlite:///{work / 'mlruns' / 'mlflow.db'}", "--workers", "1"],
         env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300  # ~9 s idle; minutes on a busy 2-core machine
+    deadline = time.time() + wait
     while time.time() < deadline:
         try:
             with urllib.request.urlopen(url + "/health", timeout=2):
@@ -116,7 +116,7 @@ def serve(work: Path) -> tuple[subprocess.Popen, str]:
         except OSError:
             time.sleep(0.5)
     server.terminate()
-    raise SystemExit("mlflow server did not become healthy within 300 s")
+    raise SystemExit(f"mlflow server did not become healthy within {wait:.0f} s")
 
 
 def browser():

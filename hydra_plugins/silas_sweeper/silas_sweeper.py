@@ -143,6 +143,7 @@ class SilasSweeper(BasicSweeper):
                              "use distinct (the default) or all")
         super().__init__(max_batch_size=max_batch_size, params=params)
         self.check = check
+        self.arm: Any = None  # the promoted baseline's configuration as the control arm
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction,
               config: DictConfig) -> None:
@@ -155,7 +156,13 @@ class SilasSweeper(BasicSweeper):
         from silas_exp.study import control, loop
 
         assert self.config is not None
+        from silas_exp.analysis.baseline import baseline_arm
+
+        self.arm = baseline_arm(self.config.get("analysis") or {}, str(self.config.suite.path),
+                                Path(str(self.config.hydra.sweep.dir)))
         check_sweep(self, arguments)  # every job's config and suite, before the first job
+        if self.arm is not None:
+            log.info(f"Control: {self.arm.name}, {self.arm.reason}")
         cfg = self.config
         per_block = cfg.get("cases_per_block")
         pool = loop.study_pool(str(cfg.suite.path), cfg.suite.get("max_cases")) if per_block else None
@@ -168,7 +175,7 @@ class SilasSweeper(BasicSweeper):
                                          int(cfg.seed), int(cfg.repeats), self._launch)
         analysis = cfg.get("analysis") or {}
         controls = dict(analysis.get("controls") or {})
-        if analysis.get("control"):  # a control named in config: nothing to add
+        if analysis.get("control") or self.arm:  # a control named or promoted: nothing to add
             controls = {}
         self.params, arguments, added = control.add_control_arm(dict(self.params),
                                                                 list(arguments), controls)
@@ -184,7 +191,11 @@ class SilasSweeper(BasicSweeper):
         """The basic sweeper's jobs, each with only its own options' settings."""
         jobs = [job for batch in BasicSweeper.split_arguments(overrides, None) for job in batch]
         own = own_settings_only(jobs, self._is_group, self._has_key)
-        if len(own) < len(jobs) and self.config is not None \
+        if self.arm is not None and self.config is not None:
+            from silas_exp.analysis.baseline import with_control_arm
+
+            own = with_control_arm(own, self.arm, Path(str(self.config.hydra.sweep.dir)))
+        if len(own) != len(jobs) and self.config is not None \
                 and str(self.config.get("repeats")) != "auto":  # adaptive: no planned total
             from silas_exp.study.control import set_planned_jobs
 
@@ -238,7 +249,7 @@ class SilasSweeper(BasicSweeper):
         cfg = self.config
         settings = AnalysisSettings.model_validate(OmegaConf.to_container(cfg.analysis,
                                                                           resolve=True))
-        controls = {} if settings.control else dict(settings.controls)
+        controls = {} if settings.control or self.arm else dict(settings.controls)
         params = {k: v for k, v in self.params.items() if k not in ("repeat", "block")}
         params, arguments, added = add_control_arm(params, list(arguments), controls)
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)

@@ -61,22 +61,25 @@ def _matches_control(variant: str, controls: dict[str, str]) -> bool:
 
 
 def pick_control(data: SweepData, settings: AnalysisSettings) -> tuple[str, str]:
-    """Explicit choice, else the promoted baseline, else the §19.5 control."""
+    """Explicit choice, else the promoted baseline's configuration (the arm the
+    sweep ran from it: never its logged results), else the §19.5 control."""
     variants = data.variants()
+    arm = data.control_arm if data.control_arm and data.control_arm.name in variants else None
     if settings.control:
         if settings.control == BASELINE:
-            if data.baseline is None:
-                raise AnalysisError("analysis.control=baseline but the suite has no promoted "
-                                    "baseline; promote one with `silas-exp baseline promote RUN`")
-        elif settings.control not in variants:
+            if arm is None:
+                raise AnalysisError(
+                    f"analysis.control=baseline but sweep {data.sweep_id} did not run the "
+                    "promoted baseline's configuration (it compares only arms run on the same "
+                    "cases and seeds); re-run the sweep with the baseline promoted, or name a "
+                    "variant of the sweep with analysis.control=<variant>")
+            return arm.name, arm.reason
+        if settings.control not in variants:
             raise AnalysisError(f"control {settings.control!r} is not a variant of sweep "
                                 f"{data.sweep_id}; variants: {variants}")
         return settings.control, "named with analysis.control / --control"
-    if settings.use_baseline and data.baseline is not None:
-        shared = set(data.baseline.cases) & set().union(*[j.cases for j in data.jobs])
-        return BASELINE, (f"the suite's promoted baseline run {data.baseline.run_id or ''}, compared "
-                          f"on the {len(shared)} cases it shares with the sweep (its one run is "
-                          "paired with every repeat)")
+    if settings.use_baseline and arm is not None:
+        return arm.name, arm.reason
     found = [v for v in variants if _matches_control(v, settings.controls)]
     if len(found) == 1:
         what = ", ".join(f"{k}={v}" for k, v in settings.controls.items() if f"{k}={v}" in found[0])

@@ -13,15 +13,16 @@ from typing import Any
 
 import numpy as np
 
+from silas_exp.analysis.baseline import CONTROL_FILE, ControlArm
 from silas_exp.errors import AnalysisError
-from silas_exp.records import JobResult, read_manifest, sweep_job_results, upgrade_case
+from silas_exp.records import JobResult, read_manifest, sweep_job_results
 from silas_exp.schema.benchmark import BenchmarkResult
 
 NOT_COMPLETED = ("error", "timeout")
 # per-case outcomes compared over every case, errored ones included; every
 # other metric is compared on the cases both jobs completed
 OUTCOME_METRICS = ("summary.pass", "summary.error")
-BASELINE = "baseline"  # variant name of a promoted baseline used as the control
+BASELINE = "baseline"  # analysis.control=baseline: the promoted baseline's arm of the sweep
 
 
 @dataclass
@@ -45,8 +46,8 @@ class SweepData:
     command: str
     jobs: list[JobData]
     swept_keys: list[str] = field(default_factory=list)
-    baseline: JobData | None = None  # a promoted baseline run, usable as the control
     added_control: str | None = None  # a control variant the sweep added itself
+    control_arm: ControlArm | None = None  # the promoted baseline's configuration, run as a variant
     # metric -> {gap, separation, sensitive}: the suite's stored oracle-vs-random figures
     sensitivity: dict[str, dict] | None = None
 
@@ -58,8 +59,6 @@ class SweepData:
 
     def _pairs(self, variant: str, control: str) -> list[tuple[int, JobData, JobData]]:
         a = self.jobs_of(variant)
-        if control == BASELINE and self.baseline is not None:
-            return [(r, a[r], self.baseline) for r in sorted(a)]  # one baseline run for all repeats
         b = self.jobs_of(control)
         return [(r, a[r], b[r]) for r in sorted(set(a) & set(b))]
 
@@ -92,8 +91,7 @@ class SweepData:
 
     def case_values(self, variant: str, metric: str) -> np.ndarray:
         """cases × repeats of one variant (NaN = missing or not completed)."""
-        jobs = ([self.baseline] if variant == BASELINE and self.baseline else
-                [j for _, j in sorted(self.jobs_of(variant).items())])
+        jobs = [j for _, j in sorted(self.jobs_of(variant).items())]
         cases = sorted(set().union(*[j.cases for j in jobs])) if jobs else []
         out = np.full((len(cases), len(jobs)), np.nan)
         for j, job in enumerate(jobs):
@@ -175,25 +173,23 @@ def merge_blocks(jobs: list[JobData]) -> list[JobData]:
     return out
 
 
-CONTROL_FILE = "control.json"  # written by the sweeper when it added the control variant
-
-
 def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None,
                    keep: Callable[[JobResult], bool] | None = None) -> SweepData:
-    """Finished jobs of a sweep folder (``keep``: only the jobs it keeps); with
-    ``suite_dir``, the suite's promoted baseline too (a candidate control)."""
+    """Finished jobs of a sweep folder (``keep``: only the jobs it keeps), the
+    control the sweeper added or ran from the promoted baseline
+    (``control.json``); with ``suite_dir``, the suite's stored sensitivity figures."""
     info = read_manifest(sweep_dir)
     jobs = merge_blocks([job_from_result(r, folder=folder) for folder, r in sweep_job_results(sweep_dir)
                          if r.finished and r.run is not None and (keep is None or keep(r))])
     if not jobs:
         raise AnalysisError(f"{sweep_dir}: no finished job with results")
-    added = None
+    added, arm = None, None
     if (sweep_dir / CONTROL_FILE).is_file():
-        added = ",".join(f"{k}={v}" for k, v in
-                         json.loads((sweep_dir / CONTROL_FILE).read_text())["added"].items())
+        control = json.loads((sweep_dir / CONTROL_FILE).read_text())
+        added = ",".join(f"{k}={v}" for k, v in control["added"].items()) or None
+        arm = ControlArm.from_json(control["baseline"]) if control.get("baseline") else None
     return SweepData(info.sweep_id if info else sweep_dir.name, info.command if info else "", jobs,
-                     list(info.swept_keys) if info else [],
-                     baseline=load_baseline(suite_dir) if suite_dir else None, added_control=added,
+                     list(info.swept_keys) if info else [], added_control=added, control_arm=arm,
                      sensitivity=load_sensitivity(suite_dir) if suite_dir else None)
 
 
@@ -209,22 +205,6 @@ def load_sensitivity(suite_dir: Path) -> dict[str, dict] | None:
     except (ValueError, KeyError, TypeError) as exc:
         raise AnalysisError(f"{path}: not readable ({exc}); write it again with `silas-exp "
                             "sensitivity SANITY_SWEEP --suite-dir ...`") from None
-
-
-def load_baseline(suite_dir: Path) -> JobData | None:
-    """The suite's promoted baseline (``baseline.json``, §20.5), if any."""
-    path = Path(suite_dir) / "baseline.json"
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-        results = [BenchmarkResult.model_validate(upgrade_case(r)) for r in data["run"]["results"]]
-        job = job_data(BASELINE, 0, data.get("metrics", {}), results,
-                       (data.get("pins") or {}).get("run_id"))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise AnalysisError(f"{path}: not a readable baseline ({exc}); promote a run again with "
-                            "`silas-exp baseline promote RUN`") from None
-    return job
 
 
 def latest_per_job(runs: Iterable[Any]) -> list[Any]:

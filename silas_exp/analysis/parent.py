@@ -105,9 +105,9 @@ def parent_summary(r: AblationResult, swept: list[str] | None = None,
     lines = [*decision_lines(r), "", *verdict_lines(r), "",
              "Each variant beside the control on that variant's own cases and repeats:", "",
              paired_table(r), "",
-             f"Control: **{r.control}** ({r.control_reason}). Every statistic: the table "
-             f"`{STATS_TABLE}`; the full report with plots: `ablation.html` (`ablation.md` for "
-             "text).", "", verdict_rule(r)]
+             f"Every statistic: the table `{STATS_TABLE}`; the full report with plots: "
+             "`ablation.html` (`ablation.md` for text).", "", verdict_rule(r)]
+    lines[0] += f" Control: **{r.control}**, {r.control_reason}."  # which control, and why
     swept = swept or []
     what = " ".join(t for t in shlex.split(r.command)[3:] if "," in t) if r.command else ""
     tags = {"silas.control": r.control, "silas.suite_kind": r.suite_kind,

@@ -1,121 +1,231 @@
-"""Regression check of a run against the suite's baseline (§20.5): case
-pass→fail, judge score drop > 0.1, latency up > 50% (above a noise floor),
-and gated metrics that worsen (in their declared direction) with a bootstrap CI
-over cases that excludes zero."""
+"""Regression check against the suite's baseline (§20.5), at the level a
+change is made: a whole configuration (a study's variant, or a configuration
+run for the check) on every case the baseline covers, paired by case and
+repeat with the baseline's logged results.
+
+Two readings, each for its own purpose:
+
+* **Per-case flags** (§20.5): a case pass → fail, a judge score down by more
+  than 0.1, a latency up by more than 50 %. Each count comes with the count
+  expected when nothing changed, from the baseline's own repeats (repeat r
+  against repeat r') or an A/A (the baseline's configuration run again under
+  other seeds), scaled to the pairs compared: "7 pass → fail, ≈ 6 expected
+  from noise". Latency of the simulated model is wall-clock noise: never
+  flagged. Flags describe; they never set the exit code.
+* **The decision**, by the verdict rule of the ablation (non-inferiority at
+  the gated margins, silas_exp.analysis.ablation): no regression when the
+  change is shown no worse than the baseline on every gated metric;
+  regression when it is worse beyond a margin, or errors more; and when the
+  evidence cannot tell (inconclusive), a regression is not ruled out. Only
+  "no regression" passes the gate (§19.5: a change ships on evidence of no
+  harm, never on the absence of evidence of harm).
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import numpy as np
+from silas_exp.analysis.ablation import AblationResult, ablation
+from silas_exp.analysis.data import JobData, SweepData
+from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.stats import Outcome
 
-from silas_exp.analysis.data import JobData
-from silas_exp.metrics.names import display_name
-from silas_exp.metrics.registry import spec
-from silas_exp.stats import cluster_bootstrap_ci
-
-GATED = ("context.retrieval_relevance", "ir.ndcg_at_10", "context.tokens_per_served_need")
-# bounded [0, 1] quality metrics: a per-case drop larger than this flags the case,
-# the same rule §20.5 applies to judge scores
-CASE_DROP = {"context.retrieval_relevance": 0.1, "ir.ndcg_at_10": 0.1}
 NOTE_MARK = "**Regression check:"  # first line of a checked run's description
+CANDIDATE, LOGGED = "checked", "logged baseline"  # the two arms of the comparison
+JUDGE_DROP, LATENCY_UP = 0.1, 0.5  # §20.5
+KINDS = {"pass": "pass → fail", "judge": f"judge score −{JUDGE_DROP}",
+         "latency": f"latency +{LATENCY_UP:.0%}"}
+OUTCOMES = {Outcome.SHIP: "no regression", Outcome.DO_NOT_SHIP: "regression",
+            Outcome.INCONCLUSIVE: "regression not ruled out"}
+
+
+@dataclass(frozen=True)
+class Flag:
+    case_id: str
+    repeat: int
+    kind: str  # a key of KINDS
+    text: str
+
+
+def case_flags(now: JobData, was: JobData, latency: bool = True) -> list[Flag]:
+    """§20.5's flags of ``now`` against ``was`` on the cases both ran."""
+    flags = []
+    for c in sorted(set(now.cases) & set(was.cases)):
+        a, b = was.cases[c], now.cases[c]
+        if was.status.get(c) == "pass" and now.status.get(c) in ("fail", "error", "timeout"):
+            flags.append(Flag(c, now.repeat, "pass", f"pass → {now.status.get(c)}"))
+        if "llm_judge_score" in a and "llm_judge_score" in b \
+                and a["llm_judge_score"] - b["llm_judge_score"] > JUDGE_DROP:
+            flags.append(Flag(c, now.repeat, "judge", f"judge score {a['llm_judge_score']:.2f} → "
+                                                      f"{b['llm_judge_score']:.2f}"))
+        if latency and a["latency_ms"] > 0 and b["latency_ms"] > (1 + LATENCY_UP) * a["latency_ms"]:
+            flags.append(Flag(c, now.repeat, "latency", f"latency {a['latency_ms']:.0f} → "
+                                                        f"{b['latency_ms']:.0f} ms"))
+    return flags
+
+
+def _shared(a: JobData, b: JobData) -> int:
+    return len(set(a.cases) & set(b.cases))
+
+
+def flag_rates(pairs: Sequence[tuple[JobData, JobData]], latency: bool) -> dict[str, float]:
+    """Flags per compared case of each kind over ``(now, was)`` pairs that
+    differ only by noise (an A/A, or two repeats of the baseline)."""
+    n = sum(_shared(now, was) for now, was in pairs)
+    counts = {k: 0 for k in KINDS}
+    for now, was in pairs:
+        for f in case_flags(now, was, latency):
+            counts[f.kind] += 1
+    return {k: (v / n if n else math.nan) for k, v in counts.items()}
+
+
+def noise_pairs(baseline: Sequence[JobData], aa: Sequence[JobData] = ()
+                ) -> tuple[list[tuple[JobData, JobData]], str]:
+    """Pairs that differ only by noise, and where they come from: the
+    baseline's own repeats when it has two or more, else the A/A's jobs
+    against the baseline's of the same repeat."""
+    if len(baseline) > 1:
+        return ([(a, b) for a in baseline for b in baseline if a is not b],
+                f"the baseline's own {len(baseline)} repeats, each against the others")
+    by_repeat = {j.repeat: j for j in baseline}
+    pairs = [(j, by_repeat[j.repeat]) for j in aa if j.repeat in by_repeat]
+    return pairs, "an A/A: the baseline's configuration run again under other seeds"
 
 
 @dataclass
 class RegressionReport:
-    run_id: str
-    baseline_id: str
-    case_flags: list[tuple[str, str]] = field(default_factory=list)  # (case_id, reason)
-    metric_flags: list[str] = field(default_factory=list)
+    subject: str  # what was checked ("`scorer=weights` of study abc", "configuration …")
+    baseline: str  # the baseline it was checked against (name and run)
+    baseline_run_id: str
+    result: AblationResult
+    outcome: Outcome
+    flags: list[Flag]
+    compared: int  # (case, repeat) pairs
+    cases: int
+    expected: dict[str, float] = field(default_factory=dict)  # kind -> count expected from noise
+    expected_from: str = ""
+    latency_checked: bool = False
     notes: list[str] = field(default_factory=list)
 
     @property
     def regressed(self) -> bool:
-        return bool(self.case_flags or self.metric_flags)
+        """Anything but "no regression" fails the gate."""
+        return self.outcome is not Outcome.SHIP
 
-    def headline(self, accepted: bool = False) -> str:
-        """One line for the top of the checked run's description."""
-        if not self.regressed:
-            return (f"{NOTE_MARK} no regression** against baseline `{self.baseline_id}` "
-                    "(report: `regress.md`).")
-        what = [f"{len(self.case_flags)} case(s)"] if self.case_flags else []
-        what += [f"{len(self.metric_flags)} metric(s)"] if self.metric_flags else []
-        first = self.metric_flags[0].split(":")[0] if self.metric_flags \
-            else f"{self.case_flags[0][0]}: {self.case_flags[0][1]}"
-        return (f"{NOTE_MARK} REGRESSION{' (accepted)' if accepted else ''}** against baseline "
-                f"`{self.baseline_id}`: {', '.join(what)}; first: {first} (report: `regress.md`).")
+    @property
+    def decision(self) -> str:
+        return OUTCOMES[self.outcome]
 
-    def markdown(self, accepted: bool = False) -> str:
-        head = "REGRESSION" if self.regressed else "no regression"
+    def flag_counts(self) -> dict[str, int]:
+        return {k: sum(f.kind == k for f in self.flags) for k in KINDS}
+
+    def flag_line(self) -> str:
+        parts = []
+        for kind, n in self.flag_counts().items():
+            if kind == "latency" and not self.latency_checked:
+                continue
+            exp = self.expected.get(kind, math.nan)
+            parts.append(f"{n} {KINDS[kind]}" + ("" if math.isnan(exp) else
+                                                 f", ≈ {exp:.0f} expected from noise"))
+        return "; ".join(parts)
+
+    def reasons(self) -> str:
+        return "; ".join(self.result.verdicts[CANDIDATE].reasons)
+
+    def headline(self, accepted: str | None = None) -> str:
+        """One line for the top of the checked study's description."""
+        what = self.decision.upper() if self.regressed else self.decision
         if self.regressed and accepted:
-            head += " (accepted with --accept-regression)"
-        lines = [f"## Benchmark regression check: {head}", "",
-                 f"Run `{self.run_id}` against baseline `{self.baseline_id}`.", ""]
-        if self.case_flags:
-            lines += ["| case | regression |", "|---|---|"]
-            lines += [f"| {c} | {why} |" for c, why in self.case_flags]
-            lines.append("")
-        lines += [f"- {m}" for m in self.metric_flags] + [f"- note: {n}" for n in self.notes]
-        return "\n".join(lines) + "\n"
+            what += f" (accepted: {accepted})"
+        return (f"{NOTE_MARK} {what}** — {self.subject} against the baseline {self.baseline}, "
+                f"{self.cases} cases × {self.compared // max(self.cases, 1)} repeat(s): "
+                f"{self.reasons()}. Flags: {self.flag_line()} (report: `regress.md`).")
+
+    def markdown(self, accepted: str | None = None) -> str:
+        head = self.decision.upper() if self.regressed else self.decision
+        if self.regressed and accepted:
+            head += " (accepted)"
+        lines = [f"## Regression check: {head}", "",
+                 f"{self.subject} against the baseline {self.baseline}, on the {self.cases} cases "
+                 f"it covers ({self.compared} case × repeat pairs).", "",
+                 f"**Decision** (verdict rule: non-inferiority at the gated margins, "
+                 f"{self.result.confidence:.0%} two-sided confidence): {self.decision} — "
+                 f"{self.reasons()}.", ""]
+        if accepted:
+            lines += [f"**Accepted:** {accepted}", ""]
+        lines += ["| gated metric | Δ checked − baseline | CI | margin | call |",
+                  "|---|---|---|---|---|"]
+        for c in self.result.comparisons:
+            if c.variant == CANDIDATE and c.metric in self.result.gated:
+                lines.append(f"| {c.metric} | {c.delta:+.4f} | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] "
+                             f"| {c.margin:.3g} | {c.call.value if c.call else ''} |")
+        lines += ["", "**Per-case flags (§20.5)**, each with the count expected when nothing "
+                  f"changed ({self.expected_from or 'no A/A: not estimated'}):", ""]
+        for kind, n in self.flag_counts().items():
+            if kind == "latency" and not self.latency_checked:
+                lines.append(f"- {KINDS[kind]}: not checked (the simulated model's latency is "
+                             "wall-clock noise)")
+                continue
+            exp = self.expected.get(kind, math.nan)
+            lines.append(f"- {KINDS[kind]}: {n}" + ("" if math.isnan(exp) else
+                                                    f", ≈ {exp:.1f} expected from noise"))
+        shown = [f for f in self.flags if f.kind != "latency" or self.latency_checked][:30]
+        if shown:
+            lines += ["", "| case | repeat | flag |", "|---|---|---|"]
+            lines += [f"| {f.case_id} | {f.repeat} | {f.text} |" for f in shown]
+            if len(self.flags) > len(shown):
+                lines.append(f"| … | | {len(self.flags) - len(shown)} more |")
+        lines += [""] + [f"- note: {n}" for n in self.notes]
+        return "\n".join(lines).rstrip() + "\n"
 
 
-def regress(run: JobData, base: JobData, run_id: str, baseline_id: str,
-            latency_floor_ms: float = 50.0, judge_drop: float = 0.1, latency_up: float = 0.5,
-            metrics=GATED, seed: int = 0) -> RegressionReport:
-    rep = RegressionReport(run_id, baseline_id)
-    shared = sorted(set(run.cases) & set(base.cases))
-    missing = sorted(set(base.cases) - set(run.cases))
-    rep.case_flags += [(c, "case missing from the run") for c in missing]
-    for c in shared:
-        now, was = run.cases[c], base.cases[c]
-        if base.status.get(c) == "pass" and run.status.get(c) in ("fail", "error", "timeout"):
-            rep.case_flags.append((c, f"pass → {run.status.get(c)}"))
-        if "llm_judge_score" in now and "llm_judge_score" in was \
-                and was["llm_judge_score"] - now["llm_judge_score"] > judge_drop:
-            rep.case_flags.append((c, f"judge score {was['llm_judge_score']:.2f} → "
-                                      f"{now['llm_judge_score']:.2f}"))
-        for metric, limit in CASE_DROP.items():
-            a, b = was.get(metric, math.nan), now.get(metric, math.nan)
-            if not (math.isnan(a) or math.isnan(b)) and a - b > limit:
-                rep.case_flags.append((c, f"{display_name(metric)} {a:.3f} → {b:.3f}"))
-        if was["latency_ms"] >= latency_floor_ms and now["latency_ms"] > (1 + latency_up) * was["latency_ms"]:
-            rep.case_flags.append((c, f"latency {was['latency_ms']:.0f} → {now['latency_ms']:.0f} ms"))
-    for metric in metrics:
-        diffs = np.array([run.cases[c].get(metric, math.nan) - base.cases[c].get(metric, math.nan)
-                          for c in shared])
-        if len(diffs) < 2 or np.all(np.isnan(diffs)):
-            continue
-        ci = cluster_bootstrap_ci(diffs, seed=seed)
-        mspec = spec(metric)
-        higher = mspec.higher_is_better
-        bad = ci.high < 0 if higher else ci.low > 0
-        if bad:
-            sign = 1 if higher else -1
-            worst = sorted((sign * d, c) for d, c in zip(diffs, shared, strict=True) if not math.isnan(d))[:3]
-            rep.metric_flags.append(
-                f"{display_name(metric)} worsened beyond noise ({mspec.arrow()}): "
-                f"Δ {ci.estimate:+.4f} "
-                f"[{ci.low:+.4f}, {ci.high:+.4f}] over {len(diffs)} cases; worst: "
-                + ", ".join(f"{c} ({sign * d:+.3f})" for d, c in worst))
-    rep.notes.append(f"latency checked only where the baseline case took ≥ {latency_floor_ms:.0f} ms")
-    return rep
+def _as(job: JobData, variant: str, cases: set[str]) -> JobData:
+    keep = [c for c in job.cases if c in cases]
+    return JobData(variant, job.repeat, dict(job.metrics), {c: job.cases[c] for c in keep},
+                   {c: job.outputs.get(c, "") for c in keep}, job.run_id,
+                   {c: job.status[c] for c in keep if c in job.status})
 
 
-def record_outcome(reader, run_id: str, report: RegressionReport, markdown: str,
-                   accepted: bool = False, gates_passed: bool | None = None) -> dict[str, str]:
-    """Log the check on the run it checked: ``silas.regress=pass|regression`` (plus
-    the baseline it was checked against, when, and whether a regression was
-    accepted or a gate failed) and the report as ``regress.md``."""
-    tags = {"silas.regress": "regression" if report.regressed else "pass",
-            "silas.regress_baseline": report.baseline_id,
-            "silas.regress_at": datetime.now(UTC).isoformat()}
-    if report.regressed:
-        tags["silas.regress_accepted"] = str(accepted).lower()
-    if gates_passed is not None:
-        tags["silas.regress_gates"] = "pass" if gates_passed else "fail"
-    reader.store.log(run_id, tags=tags)
-    reader.store.log_text(run_id, markdown, "regress.md")
-    reader.store.note_first(run_id, report.headline(accepted), NOTE_MARK)
-    return tags
+def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject: str,
+            baseline_name: str, baseline_run_id: str, settings: AnalysisSettings | None = None,
+            aa: Sequence[JobData] = (), latency: bool = False) -> RegressionReport:
+    """Check ``checked`` (one job per repeat, every block merged) against the
+    ``baseline``'s jobs of the same repeats, on the cases the baseline covers.
+    ``aa``: the baseline's configuration run again under other seeds (expected
+    flag counts when the baseline has one repeat); ``latency``: flag latency
+    (real models only)."""
+    s = (settings or AnalysisSettings()).model_copy(update={"control": LOGGED,
+                                                            "use_baseline": False})
+    covered = set().union(*[set(j.cases) for j in baseline]) if baseline else set()
+    repeats = {j.repeat for j in baseline}
+    now = [_as(j, CANDIDATE, covered) for j in checked if j.repeat in repeats]
+    was = [_as(j, LOGGED, covered) for j in baseline]
+    data = SweepData("regress", "", [*now, *was])
+    from silas_exp.analysis.ablation import suite_kind
+    from silas_exp.metrics.registry import gated_for
+
+    result = ablation(data, s, metrics=list(s.gate) if s.gate else gated_for(suite_kind(data)))
+    by_repeat = {j.repeat: j for j in was}
+    flags = [f for j in now for f in case_flags(j, by_repeat[j.repeat], latency)]
+    compared = sum(_shared(j, by_repeat[j.repeat]) for j in now)
+    pairs, source = noise_pairs(was, [_as(j, "aa", covered) for j in aa])
+    rates = flag_rates(pairs, latency) if pairs else {}
+    report = RegressionReport(subject, baseline_name, baseline_run_id, result,
+                              result.verdicts[CANDIDATE].outcome, flags, compared,
+                              len({c for j in now for c in j.cases}),
+                              {k: r * compared for k, r in rates.items()},
+                              source if pairs else "", latency)
+    have = {j.repeat: set(j.cases) for j in now}
+    missing = sorted((c, j.repeat) for j in was for c in j.cases if c not in have.get(j.repeat, ()))
+    if missing:
+        report.notes.append(f"{len(missing)} (case, repeat) result(s) of the baseline have none "
+                            "here to pair with: " + ", ".join(f"{c} r{r}" for c, r in missing[:5]))
+    return report
+
+
+def accepted_text(reason: str, user: str) -> str:
+    """What an accepted regression records: the reason, who and when."""
+    return f"{reason} (by {user}, {datetime.now(UTC).isoformat(timespec='seconds')})"

@@ -53,6 +53,7 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any
     """A sweep's finished jobs read back from MLflow (their result artifacts),
     its parent run (None if absent) and, for a sequential sweep, the plan and
     stops its parent run keeps (``adaptive.json``; else None)."""
+    from silas_exp.analysis.baseline import ControlArm
     from silas_exp.analysis.data import SweepData, job_from_result, latest_per_job, merge_blocks
     from silas_exp.records import ADAPTIVE_FILE
     from silas_exp.study.state import AdaptiveState
@@ -64,12 +65,13 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any
                          for r in latest_per_job(children)])
     command = parent.data.tags.get("silas.command", "") if parent else ""
     text = reader.artifact_text(parent.info.run_id, ADAPTIVE_FILE) if parent else None
-    return (SweepData(sweep_id, command, jobs), parent,
+    arm = ControlArm.from_tags(parent.data.tags) if parent else None
+    return (SweepData(sweep_id, command, jobs, control_arm=arm), parent,
             AdaptiveState.from_json(text) if text else None)
 
 
 def cmd_ablation(args) -> int:
-    from silas_exp.analysis.data import load_baseline, load_sweep_dir
+    from silas_exp.analysis.data import load_sensitivity, load_sweep_dir
     from silas_exp.analysis.pipeline import report_ablation
     from silas_exp.study.state import AdaptiveState, read_as_decided
 
@@ -80,7 +82,7 @@ def cmd_ablation(args) -> int:
         state = AdaptiveState.read(Path(args.sweep))
     else:
         data, parent, state = load_sweep_from_mlflow(args.tracking_uri, args.sweep)
-        data.baseline = load_baseline(suite_dir) if suite_dir else None
+        data.sensitivity = load_sensitivity(suite_dir) if suite_dir else None
     own, notes = None, []
     if args.confidence is None:  # a sequential study: read as it decided, look by look
         settings, own, notes = read_as_decided(state, settings)
@@ -212,42 +214,130 @@ def cmd_baseline(args) -> int:
     reader = _reader(args)
     if args.action == "promote":
         if not args.run:
-            raise AnalysisError("baseline promote needs a RUN id (mlflow ui shows it)")
-        pins = baseline.promote(reader, args.run, Path(args.suite_dir) if args.suite_dir else None)
-        print(f"baseline of suite {pins['suite']!r} is now run {pins['run_id']} "
-              f"(suite {pins['suite_version']}, config {pins['config_hash']})")
+            raise AnalysisError("baseline promote needs a study (its sweep id or parent run) and "
+                                "a variant, or a job run: `silas-exp baseline promote SWEEP "
+                                "scorer=weights` (mlflow ui shows the ids)")
+        record = baseline.promote(reader, args.run, args.variant,
+                                  Path(args.suite_dir) if args.suite_dir else None)
+        print(f"baseline of suite {record.suite!r} is now {record.summary()}")
+        print(f"  promoted from run {record.source_run_id}"
+              + (f" (study {record.sweep_id})" if record.sweep_id else "")
+              + f"; later studies run `{' '.join(record.overrides)}` as their control")
     else:
         print(json.dumps(baseline.show(reader, _experiment_name(args), args.suite), indent=1))
     return 0
 
 
 def cmd_regress(args) -> int:
-    from silas_exp.analysis.gates import check_gates, parse_gates
-    from silas_exp.analysis.regress import record_outcome, regress
-    from silas_exp.tracking import baseline
+    """A study's variant, or a configuration, against the suite's baseline
+    (silas_exp.analysis.regress); exit 1 unless "no regression" (or accepted)."""
+    import tempfile
 
-    reader = _reader(args)
-    run = reader.run(args.run)
-    base_id = args.baseline or baseline.current_baseline(
-        reader, reader.store.client.get_experiment(run.info.experiment_id).name,
-        run.data.tags.get("silas.suite", ""))
-    report = regress(_job(reader, args.run), _job(reader, base_id), args.run, base_id,
-                     latency_floor_ms=args.latency_floor_ms)
-    gates = check_gates(_job(reader, args.run).metrics, parse_gates(args.fail_under))
-    md = report.markdown(accepted=args.accept_regression)
+    from silas_exp.analysis.baseline import read_baseline
+    from silas_exp.analysis.gates import check_gates, parse_gates
+    from silas_exp.analysis.regress import NOTE_MARK, accepted_text, regress
+    from silas_exp.run import regress as runs
+    from silas_exp.tracking import baseline
+    from silas_exp.tracking.payload import user_name
+
+    if bool(args.run) == bool(args.config):
+        raise AnalysisError("regress checks a study (SWEEP_OR_RUN [VARIANT]) or a configuration "
+                            "(--config scorer=weights ...), one of the two")
+    reader = None if args.no_log and args.config else _reader(args)
+    work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="regress-"))
+    if args.config:
+        suite_dir = Path(args.suite_dir) if args.suite_dir else _config_suite_dir(args.config)
+        record = _baseline_of(read_baseline(suite_dir), suite_dir)
+        checked, aa = runs.check_configuration(record, args.config, work, args.seeds_from,
+                                               not args.no_aa, args.workers)
+        subject, target = f"configuration `{' '.join(args.config)}`", None
+        if args.seeds_from:
+            subject += f" (repeats {args.seeds_from}+: other seeds)"
+    else:
+        from silas_exp.analysis.data import job_from_result, merge_blocks
+
+        study = baseline.resolve(reader, args.run, args.variant)
+        suite_dir = Path(args.suite_dir) if args.suite_dir else baseline._suite_dir(study.jobs[0])
+        record = _baseline_of(read_baseline(suite_dir), suite_dir)
+        jobs = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
+                             for r in study.jobs])
+        checked, ran = runs.complete_study(baseline.study_overrides(reader, study), jobs, record,
+                                           work, args.workers)
+        aa = [] if args.no_aa else runs.aa_jobs(record, work, workers=args.workers)
+        subject = (f"`{study.variant}` of study {study.sweep_id}" if study.sweep_id
+                   else f"run {study.run.info.run_id[:8]}")
+        if ran:
+            subject += f" ({ran} job(s) of missing blocks run for the check)"
+        target = study.run.info.run_id
+    report = regress(checked, record_jobs(record), subject=subject,
+                     baseline_name=f"`{record.name}` (run {record.source_run_id[:8]})",
+                     baseline_run_id=record.source_run_id, aa=aa, latency=not record.simulated)
+    accepted = accepted_text(args.accept_regression, user_name()) \
+        if args.accept_regression and report.regressed else None
+    md = report.markdown(accepted)
+    gates = check_gates(checked[0].metrics if checked else {}, parse_gates(args.fail_under))
     md += "".join(f"- gate: {g.line()}\n" for g in gates)
     print(md)
+    print(report.headline(accepted))
     if args.out:
         Path(args.out).write_text(md)
-    if not args.no_log:
-        record_outcome(reader, args.run, report, md, args.accept_regression,
-                       all(g.passed for g in gates) if gates else None)
+    if reader is not None and not args.no_log:
+        if target is None:
+            target = _regress_run(reader, record, subject)
+        tags = {"silas.regress": "pass" if not report.regressed else
+                "regression" if report.outcome.value == "do_not_ship" else "inconclusive",
+                "silas.regress_baseline": record.source_run_id,
+                "silas.regress_at": _now(), "silas.regress_by": user_name(),
+                "silas.regress_flags": report.flag_line()[:5000]}
+        if accepted:
+            tags["silas.regress_accepted"] = accepted[:5000]
+        if gates:
+            tags["silas.regress_gates"] = "pass" if all(g.passed for g in gates) else "fail"
+        baseline.record_check(reader, target, tags, md, report.headline(accepted), NOTE_MARK)
+        print(f"recorded on run {target} (tag silas.regress, regress.md)")
     if any(not g.passed for g in gates):
         return 1
-    if report.regressed and not args.accept_regression:
-        raise RegressionFound(f"{len(report.case_flags)} case regression(s), "
-                              f"{len(report.metric_flags)} metric regression(s); see the report above")
+    if report.regressed and not accepted:
+        raise RegressionFound(f"{report.decision}: {report.reasons()}; see the report above "
+                              "(--accept-regression REASON accepts it, recorded on the run)")
     return 0
+
+
+def record_jobs(record):
+    """The baseline's jobs, one per repeat (blocks merged), as analysis data."""
+    from silas_exp.analysis.data import job_data, merge_blocks
+
+    return merge_blocks([job_data(record.name, j.repeat, j.metrics, j.results, j.run_id)
+                         for j in record.jobs])
+
+
+def _baseline_of(record, suite_dir: Path):
+    if record is None:
+        raise AnalysisError(f"{suite_dir}: no baseline.json; promote one first: `silas-exp "
+                            "baseline promote SWEEP scorer=weights`")
+    return record
+
+
+def _config_suite_dir(config: list[str]) -> Path:
+    from silas_exp.config import compose_config
+
+    return Path(compose_config([*config, "tracking=none"]).suite.path)
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _regress_run(reader, record, subject: str) -> str:
+    """A run of its own for the check of a configuration (no study to hold it)."""
+    exp_id = record.experiment_id or reader.store.ensure_experiment(f"silas-{record.suite}")
+    run_id = reader.store.start_run(exp_id, f"regress {subject.split('`')[1][:40]}",
+                                    {"silas.kind": "regress", "silas.suite": record.suite,
+                                     "silas.baseline_run_id": record.source_run_id})
+    reader.store.end_run(run_id)
+    return run_id
 
 
 def cmd_prometheus(args) -> int:
@@ -280,10 +370,12 @@ def register(sub, default_uri) -> None:
 
     p = add("ablation", cmd_ablation, "ablation statistics and report of a sweep (id or folder)")
     p.add_argument("sweep", help="sweep id (MLflow) or sweep folder (multirun/…)")
-    p.add_argument("--control", help="control variant (e.g. scorer=heuristic) or 'baseline'; "
-                   "default: the suite's promoted baseline, else the §19.5 control")
-    p.add_argument("--suite-dir", help="suite folder whose baseline.json may be the control")
-    p.add_argument("--no-baseline", action="store_true", help="never use the promoted baseline")
+    p.add_argument("--control", help="control variant (e.g. scorer=heuristic) or 'baseline' (the "
+                   "promoted baseline's arm, when the sweep ran it); default: that arm, else the "
+                   "§19.5 control")
+    p.add_argument("--suite-dir", help="suite folder whose sensitivity.json the report reads")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="never use the promoted baseline's arm as the control")
     p.add_argument("--metrics", nargs="*", help="metrics to report (default: by suite kind)")
     p.add_argument("--gate", nargs="*", help="gated metrics (default: the registry's for the suite)")
     p.add_argument("--margin", action="append", default=[], metavar="METRIC=VALUE",
@@ -313,22 +405,38 @@ def register(sub, default_uri) -> None:
 
     p = add("baseline", cmd_baseline, "promote or show the baseline of a suite")
     p.add_argument("action", choices=["promote", "show"])
-    p.add_argument("run", nargs="?")
+    p.add_argument("run", nargs="?", metavar="SWEEP_OR_RUN",
+                   help="a study (sweep id or parent run), a job run, or a plain run of the suite")
+    p.add_argument("variant", nargs="?", help="the study's variant to promote (scorer=weights)")
     p.add_argument("--suite", default="default")
     p.add_argument("--prefix", default="silas")
     p.add_argument("--experiment", help="experiment name (default: $MLFLOW_EXPERIMENT_NAME, "
                                         "else <prefix>-<suite>)")
     p.add_argument("--suite-dir", help="suite folder for baseline.json (default: the run's suite.path)")
 
-    p = add("regress", cmd_regress, "regression check of a run against the baseline (exit 1)")
-    p.add_argument("run")
-    p.add_argument("--baseline", help="baseline run id (default: the suite's promoted baseline)")
-    p.add_argument("--accept-regression", action="store_true")
+    p = add("regress", cmd_regress, "check a study's variant or a configuration against the "
+            "suite's baseline (exit 1 unless no regression)")
+    p.add_argument("run", nargs="?", metavar="SWEEP_OR_RUN",
+                   help="a study (sweep id or parent run) or one of its job runs")
+    p.add_argument("variant", nargs="?", help="the study's variant to check (scorer=prompt)")
+    p.add_argument("--config", nargs="+", metavar="OVERRIDE",
+                   help="check a configuration instead: run it on the baseline's cases and seeds")
+    p.add_argument("--suite-dir", help="suite folder with baseline.json (default: the study's "
+                                       "suite, or the configuration's)")
+    p.add_argument("--seeds-from", type=int, default=0, metavar="N",
+                   help="--config: run as repeats N+ (other seeds, the same cases; default 0: "
+                        "the baseline's seeds)")
+    p.add_argument("--no-aa", action="store_true",
+                   help="no A/A run (the baseline's configuration under other seeds, for the "
+                        "flags' expected counts when the baseline has one repeat)")
+    p.add_argument("--workers", type=int, default=1, help="processes for the jobs it runs")
+    p.add_argument("--work-dir", help="where the jobs it runs write (default: a temporary folder)")
+    p.add_argument("--accept-regression", metavar="REASON",
+                   help="accept a regression: exit 0, the reason recorded with time and user")
     p.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE")
-    p.add_argument("--latency-floor-ms", type=float, default=50.0)
-    p.add_argument("--out", help="write the markdown report here (for a PR description)")
+    p.add_argument("--out", help="write the markdown report here (for a pull request)")
     p.add_argument("--no-log", action="store_true",
-                   help="do not record the outcome on the run (tag silas.regress + regress.md)")
+                   help="do not record the outcome (tags silas.regress*, regress.md) in MLflow")
 
     add("export-prometheus", cmd_prometheus, "pass rates in Prometheus text format (§20.8)")
 

@@ -170,9 +170,13 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
                                                cfg.analysis if cfg else None)
         report = report_ablation(data, sweep_dir, settings, confidence_of=own, notes=notes,
                                  appendix=sweep_markdown(sweep_dir))  # case errors by cause
+        parent = report.parent
+        if data.control_arm is not None and report.result.control == data.control_arm.name:
+            parent.tags.update(data.control_arm.tags())  # the study links to its baseline
+            parent.description = data.control_arm.linked(parent.description or "")
         (sweep_dir / SUMMARY_FILE).write_text(paired_table(report.result) + "\n")
         print("\n".join(console_lines(report, data, cfg.suite.path if cfg else None)))
-        return report.parent
+        return parent
     except SilasExpError as exc:
         print(f"(no ablation report: {exc})")
         return None

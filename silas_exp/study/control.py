@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-CONTROL_FILE = "control.json"
+from silas_exp.analysis.baseline import CONTROL_FILE
+
 _SIMPLE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 

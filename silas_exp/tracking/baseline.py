@@ -1,30 +1,55 @@
-"""Baselines (§20.5): the last accepted run of a suite, immutable once promoted.
+"""Baselines (§20.5): promote a configuration with its results on a suite.
 
-One baseline per suite at a time. Promotion points the experiment tag
-``silas.baseline.<suite>`` at the run, tags it ``silas.baseline=true``, demotes
-the previous one (``silas.baseline=false``, ``silas.baseline_demoted_at``,
-``silas.baseline_superseded_by``), and keeps the history: in the experiment
-tag ``silas.baseline.<suite>.history`` (recent entries) and in full in
-``suites/<suite>/baseline_history.jsonl``. ``suites/<suite>/baseline.json``
-(written atomically) pins config hash, suite version and judge version. Runs
-logged later carry ``silas.baseline_run_id``: the baseline they ran against."""
+``promote`` takes a study (its sweep id or parent run) and one of its
+variants, or a job run (which names its study and variant), or a plain run of
+the whole suite. It gathers every job of that variant (all blocks, all
+repeats), checks they are FINISHED with complete results on the suite's
+current version, and builds the ``BaselineRecord``: the configuration (the
+job's Hydra overrides without the study's design), suite and version, code
+revision, seeds and every per-case result.
+
+Where it is kept:
+
+* ``suites/<suite>/baseline.json`` (the spec's place; committed with the code,
+  so CI on a fresh clone finds it). Written atomically: the rename of a
+  complete temporary file is the promotion's commit point, so a promotion
+  killed before it leaves the previous baseline whole, and one killed after
+  it is repaired by promoting again.
+* MLflow, where its users look for it: a pointer on the experiment (tag
+  ``silas.baseline.<suite>`` = the promoted run; the experiment's description
+  links to it, one click from the experiment page), the record as the
+  artifact ``baseline.json`` on that run, the run tagged ``silas.baseline=true``
+  with its name ending `` · baseline`` and its description opening with
+  "**Baseline:**". Not the Model Registry: a baseline is a configuration and
+  results, not a model artifact, and a registry alias needs a logged model
+  version and sits on a page of its own, away from the experiment's runs.
+* The history of promotions and demotions: ``suites/<suite>/baseline_history.jsonl``
+  (all of it) and the experiment tag ``silas.baseline.<suite>.history`` (recent).
+"""
 
 from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from silas_exp.errors import AnalysisError
+from silas_exp.records import write_bytes_atomic
+from silas_exp.schema.baseline import (
+    BASELINE_FILE,
+    HISTORY_FILE,
+    BaselineJob,
+    BaselineRecord,
+    config_overrides,
+)
 from silas_exp.tracking.payload import BASELINE_NAME_MARK as NAME_MARK
-from silas_exp.tracking.payload import baseline_key
+from silas_exp.tracking.payload import baseline_key, user_name
 from silas_exp.tracking.permissions import require_promote
 from silas_exp.tracking.reader import Reader
 
 LEGACY_POINTER = "silas.baseline_run_id"  # experiment tag of stores from before per-suite keys
-HISTORY_FILE = "baseline_history.jsonl"
 TAG_LIMIT = 5000  # MLflow experiment tag values are capped; the file keeps everything
 MARK = "**Baseline:**"  # first line of a (former) baseline run's description
 
@@ -62,57 +87,173 @@ def _bounded(history: list[dict[str, Any]]) -> str:
     return json.dumps(history)
 
 
-def promote(reader: Reader, run_id: str, suite_dir: Path | None = None) -> dict[str, Any]:
-    run = reader.run(run_id)
-    require_promote(reader.uri, run.info.experiment_id)
-    status = run.info.status
-    if status != "FINISHED":
-        raise AnalysisError(f"run {run_id} is {status}; only a FINISHED run can become a baseline")
-    if run.data.tags.get("silas.kind") == "sweep":
-        raise AnalysisError(f"run {run_id} is a sweep's parent run; promote one of its job runs")
-    result = reader.job_result(run_id)
-    if not result.finished or result.run is None:
-        raise AnalysisError(f"run {run_id} has no complete result; it cannot become a baseline")
-    params, tags = run.data.params, run.data.tags
-    suite_dir = Path(suite_dir) if suite_dir else _suite_dir(run)
+@dataclass
+class Study:
+    """What a promotion names, resolved: the run that stands for it (a study's
+    parent run, or a lone job run), its sweep id and variant, and the
+    variant's job runs."""
+
+    run: Any
+    sweep_id: str | None
+    variant: str
+    jobs: list[Any]
+
+
+def _newest_per_job(runs: list[Any]) -> list[Any]:
+    """The newest FINISHED run per (repeat, block): a resumed study may hold several."""
+    best: dict[tuple[str, str], Any] = {}
+    for r in runs:
+        key = (r.data.tags.get("silas.repeat", ""), r.data.tags.get("silas.block", "0"))
+        if r.info.status == "FINISHED" and (key not in best
+                                            or r.info.start_time > best[key].info.start_time):
+            best[key] = r
+    return [best[k] for k in sorted(best, key=lambda k: (int(k[0] or 0), int(k[1] or 0)))]
+
+
+def resolve(reader: Reader, source: str, variant: str | None) -> Study:
+    """A study's parent run or sweep id plus a variant, a job run (its study and
+    variant), or a plain run of the suite."""
+    run = None
+    if len(source) == 32:  # an MLflow run id; a sweep id has 12 characters
+        run = reader.run(source)
+    sweep_id = run.data.tags.get("silas.sweep_id") if run is not None else source
+    if run is not None and run.data.tags.get("silas.kind") != "sweep":
+        own = run.data.tags.get("silas.variant", "")
+        if variant and variant != own:
+            raise AnalysisError(f"run {source} is a job of variant {own!r}, not {variant!r}; pass "
+                                "the study's parent run or sweep id with the variant to promote")
+        variant = own
+    if not sweep_id:  # a run of its own, not part of a study
+        if run.info.status != "FINISHED":
+            raise AnalysisError(f"run {source} is {run.info.status}; only a FINISHED run can "
+                                "become a baseline")
+        return Study(run, None, variant or "", [run])
+    parent, children = reader.sweep_runs(sweep_id)
+    variants = sorted({c.data.tags.get("silas.variant", "") for c in children})
+    if not variant:
+        tags = parent.data.tags if parent else {}
+        verdicts = {v: tags[key] for v in variants
+                    if (key := "silas.verdict." + v.replace(",", ".").replace("=", "_")) in tags}
+        shipped = [v for v, outcome in verdicts.items() if outcome == "ship"]
+        raise AnalysisError(
+            f"study {sweep_id} has the variants {variants}"
+            + (f" (verdicts: {verdicts})" if verdicts else "") + "; name the one to promote: "
+            f"`silas-exp baseline promote {source} {(shipped or variants or ['scorer=weights'])[0]}`")
+    jobs = _newest_per_job([c for c in children if c.data.tags.get("silas.variant") == variant])
+    if not jobs:
+        raise AnalysisError(f"study {sweep_id} has no FINISHED job of variant {variant!r}; its "
+                            f"variants: {variants}")
+    return Study(parent or jobs[0], sweep_id, variant, jobs)
+
+
+def _yaml_artifact(reader: Reader, run_id: str, name: str) -> Any:
+    import yaml
+
+    text = reader.artifact_text(run_id, name)
+    return yaml.safe_load(text) if text else None
+
+
+def job_setup(reader: Reader, run_id: str) -> tuple[list[str], dict[str, Any]]:
+    """A job run's Hydra overrides and composed config (its ``hydra/`` artifacts)."""
+    overrides = [str(o) for o in _yaml_artifact(reader, run_id, "hydra/overrides.yaml") or []]
+    return overrides, _yaml_artifact(reader, run_id, "hydra/config.yaml") or {}
+
+
+def study_overrides(reader: Reader, study: Study) -> list[str]:
+    """What reruns a job of ``study``'s variant: its overrides with the study's
+    seed and blocks made explicit."""
+    overrides, config = job_setup(reader, study.jobs[0].info.run_id)
+    per_block = config.get("cases_per_block")
+    mine = [o for o in overrides if not o.startswith(("seed=", "cases_per_block="))]
+    return [*mine, f"seed={config.get('seed', 0)}",
+            f"cases_per_block={'null' if per_block is None else per_block}"]
+
+
+def record_check(reader: Reader, run_id: str, tags: dict[str, str], markdown: str,
+                 headline: str, prefix: str) -> None:
+    """A regression check on the run it checked (a study's parent run): its
+    tags (a column of the runs table), ``regress.md`` and its headline as the
+    first line of the run's description."""
+    reader.store.log(run_id, tags=tags)
+    reader.store.log_text(run_id, markdown, "regress.md")
+    reader.store.note_first(run_id, headline, prefix)
+
+
+def build_record(reader: Reader, study: Study, suite_dir: Path) -> BaselineRecord:
+    """The baseline record of ``study``'s variant: every job's per-case results."""
     current = _suite_version(suite_dir)
-    logged = tags.get("silas.suite_version", "")
-    if logged != current:
-        raise AnalysisError(f"run {run_id} ran suite version {logged!r} but {suite_dir} is now "
-                            f"{current!r}; re-run the suite and promote the new run")
-    suite = tags.get("silas.suite", "")
-    now = datetime.now(UTC).isoformat()
-    pins = {
-        "run_id": run_id, "suite": suite, "suite_version": current,
-        "config_hash": tags.get("silas.config_hash"), "variant": tags.get("silas.variant"),
-        "judge": {"name": params.get("judge.name") or tags.get("judge.kind"),
-                  "version": tags.get("judge.version") or params.get("judge.version", "1")},
-        "git_revision": tags.get("silas.git_revision"),
-        "promoted_at": now,
-    }
+    jobs = []
+    for run in study.jobs:
+        tags, run_id = run.data.tags, run.info.run_id
+        if tags.get("silas.suite_version", "") != current:
+            raise AnalysisError(f"run {run_id} ran suite version {tags.get('silas.suite_version')!r} "
+                                f"but {suite_dir} is now {current!r}; re-run the study and promote it")
+        result = reader.job_result(run_id)
+        if not result.finished or result.run is None:
+            raise AnalysisError(f"run {run_id} has no complete result; it cannot be part of a "
+                                "baseline")
+        jobs.append(BaselineJob(repeat=result.repeat, block=result.block,
+                                seed=int(tags["silas.seed"]) if tags.get("silas.seed") else None,
+                                run_id=run_id, metrics=result.metrics,
+                                results=list(result.run.results)))
+    first = study.jobs[0]
+    tags, params = first.data.tags, first.data.params
+    overrides, config = job_setup(reader, first.info.run_id)
+    chosen = config_overrides(overrides) or [p for p in study.variant.split(",") if p]
+    return BaselineRecord(
+        suite=tags.get("silas.suite", ""), suite_version=current, variant=study.variant,
+        overrides=chosen, design=sorted(o for o in set(overrides) - set(chosen)
+                                        if not o.startswith(("paths.", "hydra.", "tracking."))),
+        config_hash=tags.get("silas.config_hash"), git_revision=tags.get("silas.git_revision"),
+        seed=config.get("seed"), cases_per_block=config.get("cases_per_block"),
+        judge={"name": params.get("judge.name") or tags.get("judge.kind"),
+               "version": tags.get("judge.version") or params.get("judge.version", "1")},
+        simulated=tags.get("llm.simulated", "true") == "true",
+        source_run_id=study.run.info.run_id, sweep_id=study.sweep_id,
+        experiment_id=study.run.info.experiment_id, promoted_by=user_name(), jobs=jobs)
+
+
+def promote(reader: Reader, source: str, variant: str | None = None,
+            suite_dir: Path | None = None) -> BaselineRecord:
+    """Make ``source``'s ``variant`` the baseline of its suite (see the module's
+    docstring); returns the record written."""
+    study = resolve(reader, source, variant)
+    suite_dir = Path(suite_dir) if suite_dir else _suite_dir(study.jobs[0])
+    record = build_record(reader, study, suite_dir)
+    require_promote(reader.uri, study.run.info.experiment_id)  # before anything is written
+    run_id = record.source_run_id
+    reader.store.log_text(run_id, record.model_dump_json(indent=1), BASELINE_FILE)
+    write_bytes_atomic(suite_dir / BASELINE_FILE, record.model_dump_json(indent=1).encode())
+    _point_to(reader, record, study.run, suite_dir)  # past the commit point: MLflow follows
+    return record
+
+
+def _point_to(reader: Reader, record: BaselineRecord, run: Any, suite_dir: Path) -> None:
+    """MLflow's side of a promotion: the experiment's pointer and history, the
+    tags, name and description of the new and the former baseline runs."""
+    run_id, suite, now = record.source_run_id, record.suite, record.promoted_at
     exp_id = run.info.experiment_id
-    exp_tags = reader.store.experiment_tags(exp_id)
     demoted = _demote_others(reader, exp_id, suite, run_id, now)
-    history = json.loads(exp_tags.get(history_key(suite), "[]"))
-    entry = {"run_id": run_id, "promoted_at": now, "replaced": demoted}
+    history = json.loads(reader.store.experiment_tags(exp_id).get(history_key(suite), "[]"))
+    entry = {"action": "promote", "run_id": run_id, "variant": record.variant,
+             "overrides": record.overrides, "sweep_id": record.sweep_id, "promoted_at": now,
+             "by": record.promoted_by, "replaced": demoted}
     history.append(entry)
     reader.set_experiment_tag(exp_id, baseline_key(suite), run_id)
     reader.set_experiment_tag(exp_id, history_key(suite), _bounded(history))
     reader.store.log(run_id, tags={"silas.baseline": "true", "silas.baseline_promoted_at": now,
+                                   "silas.baseline_variant": record.variant,
                                    "mlflow.runName": _named(run.info.run_name, True)})
-    reader.store.note_first(run_id, f"{MARK} the current baseline of suite `{suite}` "
-                            f"(promoted {now[:16]} UTC); `silas-exp regress RUN` checks runs "
-                            "against it.", MARK)
+    what = f"`{record.variant}` of this study" if record.sweep_id else "this run's configuration"
+    reader.store.note_first(run_id, f"{MARK} {what} is the current baseline of suite `{suite}` "
+                            f"(promoted {now[:16]} UTC by {record.promoted_by}: "
+                            f"{len(record.cases())} cases x {len(record.repeats())} repeat(s), "
+                            "record `baseline.json`); later studies run it as their control and "
+                            "`silas-exp regress` checks changes against it.", MARK)
     reader.store.refresh_experiment_note(exp_id)
-    target = suite_dir / "baseline.json"
-    tmp = target.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"pins": pins, "metrics": result.metrics,
-                               "run": result.run.model_dump(mode="json")},
-                              indent=1))
-    os.replace(tmp, target)
     with open(suite_dir / HISTORY_FILE, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({**entry, "suite": suite, "suite_version": current}) + "\n")
-    return pins
+        fh.write(json.dumps({**entry, "suite": suite, "suite_version": record.suite_version})
+                 + "\n")
 
 
 def _demote_others(reader: Reader, exp_id: str, suite: str, run_id: str, now: str) -> list[str]:
@@ -151,3 +292,7 @@ def show(reader: Reader, experiment_name: str, suite: str) -> dict[str, Any]:
     exp = reader.experiment_by_name(experiment_name)
     return {"run_id": run_id, "history": json.loads(exp.tags.get(history_key(suite), "[]")),
             "tags": {k: v for k, v in reader.run(run_id).data.tags.items() if k.startswith("silas.")}}
+
+
+__all__ = ["MARK", "build_record", "current_baseline", "promote", "record_check", "resolve",
+           "show", "study_overrides"]

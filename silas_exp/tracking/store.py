@@ -200,7 +200,11 @@ class MlflowStore:
         names = {}
         for run_id in baseline_pointers(tags).values():
             with contextlib.suppress(MlflowException):
-                names[run_id] = self.get_run(run_id).info.run_name.removesuffix(BASELINE_NAME_MARK)
+                run = self.get_run(run_id)
+                name = run.info.run_name.removesuffix(BASELINE_NAME_MARK)
+                variant = run.data.tags.get("silas.baseline_variant")  # a study's promoted variant
+                names[run_id] = f"{variant} of {name.split(' ')[0]}" if variant and \
+                    run.data.tags.get("silas.kind") == "sweep" else name
         note = experiment_note(experiment_id, tags, tags.get(NOTE, ""), names)
         if note != tags.get(NOTE):
             self.set_experiment_tag(experiment_id, NOTE, note)

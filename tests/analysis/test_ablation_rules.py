@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from silas_exp.analysis.ablation import ablation, pick_control
-from silas_exp.analysis.data import BASELINE, JobData, SweepData, load_baseline
+from silas_exp.analysis.baseline import ControlArm, read_baseline
+from silas_exp.analysis.data import BASELINE, JobData, SweepData
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
 from silas_exp.stats import Outcome
@@ -88,16 +89,24 @@ def test_wide_interval_is_inconclusive_with_cases_needed():
     assert v.outcome is Outcome.INCONCLUSIVE and v.n_needed and v.n_needed > N_CASES
 
 
-def test_control_order_explicit_then_baseline_then_section_19_5():
+def test_control_order_explicit_then_baseline_arm_then_section_19_5():
     data = _sweep({"scorer=online": BASE, "scorer=prompt": BASE, "scorer=weights": BASE})
     with pytest.raises(AnalysisError, match="no control"):
         pick_control(data, AnalysisSettings())  # never "first alphabetically"
     assert pick_control(data, AnalysisSettings(control="scorer=weights"))[0] == "scorer=weights"
-    data.baseline = _job(BASELINE, 0, BASE)
+    with pytest.raises(AnalysisError, match="did not run the promoted baseline"):
+        pick_control(data, AnalysisSettings(control=BASELINE))  # never a logged block
+    data.control_arm = ControlArm("scorer=weights", ("scorer=weights",), "the suite's promoted "
+                                  "baseline (…)", "r" * 32, "1")
     control, why = pick_control(data, AnalysisSettings())
-    assert control == BASELINE and "baseline" in why and "18 cases" in why
-    assert ablation(data).verdicts["scorer=online"].outcome is Outcome.SHIP
-    data.baseline = None
+    assert control == "scorer=weights" and why.startswith("the suite's promoted baseline")
+    assert pick_control(data, AnalysisSettings(control=BASELINE))[0] == "scorer=weights"
+    result = ablation(data)
+    assert set(result.verdicts) == {"scorer=online", "scorer=prompt"}  # never against itself
+    assert result.verdicts["scorer=online"].outcome is Outcome.SHIP
+    with pytest.raises(AnalysisError, match="no control"):  # the arm only when baselines are used
+        pick_control(data, AnalysisSettings(use_baseline=False))
+    data.control_arm = None
     data.jobs += _sweep({"scorer=heuristic": BASE}).jobs
     control, why = pick_control(data, AnalysisSettings())
     assert control == "scorer=heuristic" and "§19.5" in why
@@ -105,15 +114,18 @@ def test_control_order_explicit_then_baseline_then_section_19_5():
         pick_control(data, AnalysisSettings(control="scorer=nope"))
 
 
-def test_baseline_file_round_trip(tmp_path):
-    job = {"variant": "scorer=weights", "repeat": 0, "metrics": {}, "run": {"results": [
+def test_baseline_file_of_the_first_format_still_reads(tmp_path):
+    job = {"metrics": {}, "run": {"results": [
         {"case_id": "c1", "status": "error", "latency_ms": 2.0, "token_cost": 0, "metrics": {}}]}}
-    (tmp_path / "baseline.json").write_text(json.dumps({"pins": {"run_id": "r1"}, **job}))
-    base = load_baseline(tmp_path)
-    assert base.run_id == "r1" and not base.completed("c1")
+    (tmp_path / "baseline.json").write_text(json.dumps(
+        {"pins": {"run_id": "r1", "suite": "s", "suite_version": "1.0.0",
+                  "variant": "scorer=weights"}, **job}))
+    base = read_baseline(tmp_path)
+    assert base.source_run_id == "r1" and base.overrides == ["scorer=weights"]
+    assert base.jobs[0].results[0].status == "error"
     (tmp_path / "baseline.json").write_text("{}")
     with pytest.raises(AnalysisError, match="promote"):
-        load_baseline(tmp_path)
+        read_baseline(tmp_path)
 
 
 def test_too_few_cases_decide_nothing():

@@ -71,21 +71,25 @@ def test_ablation_reproduced_from_mlflow_alone(logged):
 
 
 def test_promote_then_regress_flags_worse_variant(logged):
-    tmp, _, runs = logged
+    tmp, sweep_id, runs = logged
     control, worse = runs["scorer=heuristic"], runs["scorer=random"]
-    promote = _cli(tmp, "baseline", "promote", control)
+    promote = _cli(tmp, "baseline", "promote", control)  # a job run: its variant of its study
     assert promote.returncode == 0, promote.stderr
     baseline = json.loads((tmp / "suites" / "smoke" / "baseline.json").read_text())
-    assert baseline["pins"]["run_id"] == control and baseline["pins"]["suite_version"] == "1.0.0"
+    assert baseline["variant"] == "scorer=heuristic" and baseline["suite_version"] == "1.0.0"
+    assert baseline["sweep_id"] == sweep_id and baseline["overrides"] == ["scorer=heuristic"]
+    assert sorted(j["repeat"] for j in baseline["jobs"]) == [0, 1]  # every repeat, every case
+    assert all(len(j["results"]) == 2 for j in baseline["jobs"])
     assert _cli(tmp, "baseline", "show", "--suite", "smoke").returncode == 0
     reg = _cli(tmp, "regress", worse, "--out", str(tmp / "regress.md"))
     assert reg.returncode == 1, reg.stdout + reg.stderr
     report = (tmp / "regress.md").read_text()
-    assert "REGRESSION" in report and "case-" in report  # failing cases are named
-    accepted = _cli(tmp, "regress", worse, "--accept-regression")
-    assert accepted.returncode == 0 and "accepted" in accepted.stdout
-    same = _cli(tmp, "regress", control)
-    assert same.returncode == 0, same.stdout
+    assert "REGRESSION" in report and "**Decision**" in report
+    accepted = _cli(tmp, "regress", worse, "--accept-regression", "random scorer on purpose")
+    assert accepted.returncode == 0 and "accepted: random scorer on purpose (by " in accepted.stdout
+    same = _cli(tmp, "regress", control)  # the baseline's own results: every difference is 0 …
+    assert "| context.retrieval_relevance | +0.0000 | [+0.0000, +0.0000]" in same.stdout
+    assert same.returncode == 1 and "only 2 paired cases" in same.stdout  # … on too few cases
 
 
 def test_promotion_refusals(logged):
@@ -93,13 +97,14 @@ def test_promotion_refusals(logged):
     client = MlflowClient(f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}")
     parent = [r for r in client.search_runs([client.get_experiment_by_name('silas-smoke').experiment_id])
               if r.data.tags.get("silas.kind") == "sweep"][0]
-    refused = _cli(tmp, "baseline", "promote", parent.info.run_id)
-    assert refused.returncode == 2 and "parent run" in refused.stderr
+    refused = _cli(tmp, "baseline", "promote", parent.info.run_id)  # a study: which variant?
+    assert refused.returncode == 2 and "name the one to promote" in refused.stderr
+    assert "scorer=weights" in refused.stderr
     suite = tmp / "suites" / "smoke" / "suite.json"
     original = suite.read_text()
     suite.write_text(original.replace('"version": "1.0.0"', '"version": "1.1.0"'))
     try:
-        bumped = _cli(tmp, "baseline", "promote", runs["scorer=weights"])
+        bumped = _cli(tmp, "baseline", "promote", sweep_id, "scorer=weights")
         assert bumped.returncode == 2 and "1.1.0" in bumped.stderr
     finally:
         suite.write_text(original)
@@ -107,7 +112,7 @@ def test_promotion_refusals(logged):
 
 def test_fail_under_gates_compare_report_prometheus(logged):
     tmp, _, runs = logged
-    gate = _cli(tmp, "regress", runs["scorer=heuristic"], "--baseline", runs["scorer=heuristic"],
+    gate = _cli(tmp, "regress", runs["scorer=heuristic"], "--no-log",
                 "--fail-under", "context.retrieval_relevance=0.99")
     assert gate.returncode == 1 and "FAIL context.retrieval_relevance" in gate.stdout
     cmp_ = _cli(tmp, "compare", runs["scorer=heuristic"], runs["scorer=random"])

@@ -27,6 +27,7 @@ def _finite(value) -> bool:
     ("bench_replay.py", "replay", {"turns", "seconds", "turns_per_s"}),
     ("bench_verdict.py", "verdict", {"sims", "scenarios"}),
     ("bench_verdict_e2e.py", "verdict_e2e", {"trials", "scenarios", "replay_seconds"}),
+    ("bench_regress.py", "regress", {"cases", "seeds", "scenarios", "replay_seconds"}),
     ("bench_decide.py", "decide", {"seeds", "decisive", "empty_multirun_s", "max_wall_over_empty"}),
     ("bench_adaptive.py", "adaptive", {"sims", "scenarios"}),
     ("bench_scale.py", "scale", {"runs", "peak_rss_mib", "cpu_per_case_ratio"}),

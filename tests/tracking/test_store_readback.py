@@ -115,40 +115,50 @@ def test_one_baseline_per_suite_history_kept_and_regress_recorded(swept):
     tmp, client, exp, runs = swept
     suites = tmp / "suites"
     shutil.copytree(Path(__file__).parents[2] / "suites" / "smoke", suites / "smoke")
-    first, second = sorted((c for c in _children(runs)), key=lambda r: r.info.start_time)[:2]
-    for run in (first, second):
-        proc = _cli(tmp, "baseline", "promote", run.info.run_id, "--suite-dir", str(suites / "smoke"))
-        assert proc.returncode == 0, proc.stderr
+    [parent] = [r for r in runs if r.data.tags.get("silas.kind") == "sweep"]
+    study = _cli(tmp, "baseline", "promote", parent.data.tags["silas.sweep_id"],
+                 "scorer=heuristic", "--suite-dir", str(suites / "smoke"))
+    assert study.returncode == 0, study.stderr
+    # a plain run of the whole suite carries the baseline it ran against, and can be promoted
+    plain = run_silas(tmp, "suite=smoke", "scorer=weights")
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    [single] = [r for r in client.search_runs([exp.experiment_id], "tags.`silas.scorer` = 'weights'")
+                if not r.data.tags.get("silas.sweep_id")]
+    assert single.data.tags["silas.baseline_run_id"] == parent.info.run_id
+    proc = _cli(tmp, "baseline", "promote", single.info.run_id, "--suite-dir", str(suites / "smoke"))
+    assert proc.returncode == 0, proc.stderr
     found = client.search_runs([exp.experiment_id], "tags.`silas.baseline` = 'true'")
-    assert [r.info.run_id for r in found] == [second.info.run_id]
-    old = client.get_run(first.info.run_id).data.tags
-    assert old["silas.baseline"] == "false" and old["silas.baseline_superseded_by"] == second.info.run_id
+    assert [r.info.run_id for r in found] == [single.info.run_id]
+    old = client.get_run(parent.info.run_id).data.tags
+    assert old["silas.baseline"] == "false" and old["silas.baseline_superseded_by"] == single.info.run_id
     assert old["silas.baseline_demoted_at"]
     exp_tags = client.get_experiment(exp.experiment_id).tags
-    assert exp_tags["silas.baseline.smoke"] == second.info.run_id
+    assert exp_tags["silas.baseline.smoke"] == single.info.run_id
     history = json.loads(exp_tags["silas.baseline.smoke.history"])
-    assert [h["run_id"] for h in history] == [first.info.run_id, second.info.run_id]
+    assert [(h["run_id"], h["variant"]) for h in history] == [
+        (parent.info.run_id, "scorer=heuristic"), (single.info.run_id, "scorer=weights")]
+    assert history[1]["replaced"] == [parent.info.run_id]  # the demotion, kept in the history
     lines = (suites / "smoke" / "baseline_history.jsonl").read_text().splitlines()
-    assert [json.loads(x)["run_id"] for x in lines] == [first.info.run_id, second.info.run_id]
+    assert [json.loads(x)["run_id"] for x in lines] == [parent.info.run_id, single.info.run_id]
     shown = _cli(tmp, "baseline", "show", "--suite", "smoke")
-    assert shown.returncode == 0 and json.loads(shown.stdout)["run_id"] == second.info.run_id
+    assert shown.returncode == 0 and json.loads(shown.stdout)["run_id"] == single.info.run_id
 
-    # a later run of the suite carries the baseline it ran against
+    # regress records its outcome on the run it checked, and fails the command
     later = run_silas(tmp, "suite=smoke", "scorer=random", "eviction.keepbacks=false")
     assert later.returncode == 0, later.stderr[-2000:]
     [new] = [r for r in client.search_runs([exp.experiment_id], "tags.`silas.scorer` = 'random'")]
-    assert new.data.tags["silas.baseline_run_id"] == second.info.run_id
-
-    # regress records its outcome on the run it checked, and still fails the command
-    reg = _cli(tmp, "regress", new.info.run_id)
+    reg = _cli(tmp, "regress", new.info.run_id, "--suite-dir", str(suites / "smoke"))
     assert reg.returncode == 1, reg.stdout + reg.stderr
     tags = client.get_run(new.info.run_id).data.tags
-    assert tags["silas.regress"] == "regression" and tags["silas.regress_baseline"] == second.info.run_id
+    assert tags["silas.regress"] in ("regression", "inconclusive")
+    assert tags["silas.regress_baseline"] == single.info.run_id and tags["silas.regress_by"]
     md = Path(client.download_artifacts(new.info.run_id, "regress.md", str(tmp / "dl"))).read_text()
     assert "REGRESSION" in md
-    ok = _cli(tmp, "regress", second.info.run_id)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert client.get_run(second.info.run_id).data.tags["silas.regress"] == "pass"
+    accepted = _cli(tmp, "regress", new.info.run_id, "--accept-regression", "a known cost",
+                    "--suite-dir", str(suites / "smoke"))
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    tags = client.get_run(new.info.run_id).data.tags
+    assert tags["silas.regress_accepted"].startswith("a known cost (by ")
 
 
 def test_parent_run_tells_the_result(swept):

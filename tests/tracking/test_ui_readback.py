@@ -98,38 +98,36 @@ def test_children_have_short_names_and_few_params(readme):
 
 
 def test_baseline_and_regress_show_on_the_runs(readme):
-    tmp, client, exp, _, children, _ = readme
+    tmp, client, exp, parent, children, _ = readme
     suites = tmp / "suites"
     shutil.copytree(Path(__file__).parents[2] / "suites" / "smoke", suites / "smoke")
-    first, second = [c for c in children if c.data.tags["silas.variant"] == "scorer=weights"]
-    for run in (first, second):
-        proc = _cli(tmp, "baseline", "promote", run.info.run_id, "--suite-dir",
-                    str(suites / "smoke"))
-        assert proc.returncode == 0, proc.stderr
-    now = client.get_run(second.info.run_id)
+    job = next(c for c in children if c.data.tags["silas.variant"] == "scorer=weights")
+    proc = _cli(tmp, "baseline", "promote", job.info.run_id, "--suite-dir", str(suites / "smoke"))
+    assert proc.returncode == 0, proc.stderr  # a job run names its study and variant
+    now = client.get_run(parent.info.run_id)
     assert now.info.run_name.endswith(" · baseline")
     assert now.data.tags["mlflow.note.content"].startswith(
-        "**Baseline:** the current baseline of suite `smoke`")
-    old = client.get_run(first.info.run_id)
-    assert not old.info.run_name.endswith(" · baseline")
-    assert old.data.tags["mlflow.note.content"].startswith("**Baseline:** former baseline")
-    assert old.data.tags["mlflow.note.content"].count("**Baseline:**") == 1
+        "**Baseline:** `scorer=weights` of this study is the current baseline of suite `smoke`")
+    assert now.data.tags["silas.baseline_variant"] == "scorer=weights"
     note = client.get_experiment(exp.experiment_id).tags["mlflow.note.content"]
-    assert note.startswith(f"Baseline of suite smoke: {second.info.run_name} "
-                           f"(run {second.info.run_id[:8]}, ")  # the list shows this line
-    assert f"#/experiments/{exp.experiment_id}/runs/{second.info.run_id}{RUNS_VIEW}" in note
+    sweep = parent.info.run_name.split(" ")[0]
+    assert note.startswith(f"Baseline of suite smoke: scorer=weights of {sweep} "
+                           f"(run {parent.info.run_id[:8]}, ")  # the list shows this line
+    assert f"#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}{RUNS_VIEW}" in note
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert "baseline.json" in artifacts  # the record, where MLflow users look
 
-    online = next(c for c in children if c.data.tags["silas.variant"] == "scorer=online")
-    _cli(tmp, "regress", online.info.run_id)
-    checked = client.get_run(online.info.run_id).data.tags
+    sweep_id = parent.data.tags["silas.sweep_id"]
+    _cli(tmp, "regress", sweep_id, "scorer=online", "--suite-dir", str(suites / "smoke"))
+    checked = client.get_run(parent.info.run_id).data.tags
     verdict = checked["silas.regress"]
     head = checked["mlflow.note.content"].splitlines()[0]
-    assert head.startswith("**Regression check: " + ("REGRESSION" if verdict == "regression"
-                                                     else "no regression"))
-    assert f"baseline `{second.info.run_id}`" in head
-    _cli(tmp, "regress", online.info.run_id)  # a second check replaces the first line
-    again = client.get_run(online.info.run_id).data.tags["mlflow.note.content"]
-    assert again.count("**Regression check:") == 1 and "**scorer=online**" in again
+    assert head.startswith("**Regression check: " + ("no regression" if verdict == "pass"
+                                                     else "REGRESSION"))
+    assert "`scorer=online` of study" in head and "against the baseline `scorer=weights`" in head
+    _cli(tmp, "regress", sweep_id, "scorer=online", "--suite-dir", str(suites / "smoke"))  # again: replaces the first line
+    again = client.get_run(parent.info.run_id).data.tags["mlflow.note.content"]
+    assert again.count("**Regression check:") == 1 and again.count("**Baseline:**") == 1
 
 
 def test_links_follow_the_tracking_server_and_the_note_keeps_user_text():
