@@ -160,7 +160,13 @@ class SilasSweeper(BasicSweeper):
 
         self.arm = baseline_arm(self.config.get("analysis") or {}, str(self.config.suite.path),
                                 Path(str(self.config.hydra.sweep.dir)))
-        check_sweep(self, arguments)  # every job's config and suite, before the first job
+        try:
+            check_sweep(self, arguments)  # every job's config and suite, before the first job
+        except Exception:
+            from silas_exp.run.sweep_folder import release_unstarted
+
+            release_unstarted(Path(str(self.config.hydra.sweep.dir)))  # no job ran: free it
+            raise
         if self.arm is not None:
             log.info(f"Control: {self.arm.name}, {self.arm.reason}")
         cfg = self.config

@@ -55,13 +55,28 @@ def occupant(folder: Path) -> SweepManifest | str | None:
     manifest = read_manifest(folder)
     if manifest is not None:
         return manifest
+    jobs = job_folders(folder)
+    if jobs:
+        return f"job folders ({', '.join(jobs[:5])}) of a sweep without sweep.json"
+    return None
+
+
+def job_folders(folder: Path) -> list[str]:
+    """The job folders in ``folder`` (a job's own result, or Hydra's files of a started job)."""
     if not folder.is_dir():
-        return None
+        return []
     jobs = [p.parent.name for p in folder.glob(f"*/{RESULT_FILE}")]
     jobs += [p.parent.name for p in folder.glob("*/.hydra")]
-    if jobs:
-        return f"job folders ({', '.join(sorted(set(jobs))[:5])}) of a sweep without sweep.json"
-    return None
+    return sorted(set(jobs))
+
+
+def release_unstarted(folder: Path) -> None:
+    """A sweep refused before its first job (bad input found by the pre-flight)
+    gives its folder back, so that the corrected command can run there: its
+    manifest goes when no job folder was made."""
+    with exclusive(folder / MANIFEST_FILE):
+        if isinstance(occupant(folder), SweepManifest) and not job_folders(folder):
+            (folder / MANIFEST_FILE).unlink(missing_ok=True)
 
 
 def holds(folder: Path, command_key: str) -> bool:
@@ -126,10 +141,10 @@ def _occupied(folder: Path, held: SweepManifest | str, manifest: SweepManifest,
         who, same = held, False
     why = ("resume=true continues a sweep only with the same command" if resume and not same
            else "a sweep folder holds one sweep")
-    again = ("" if not same or resume else
-             " To continue it (or, if it finished, show its result) add resume=true;")
+    again = (" To start" if not same or resume else
+             " To continue it (or, if it finished, show its result) add resume=true; to start")
     return (f"{folder} already holds {who}, and {why}: a second sweep there would overwrite its "
-            f"job folders and mix its jobs into this one's analysis.{again} to start a new sweep, "
+            f"job folders and mix its jobs into this one's analysis.{again} a new sweep, "
             "give another folder (hydra.sweep.dir=<new folder>, or leave hydra.sweep.dir unset "
             "for a fresh timestamped one), or move that folder away first.")
 

@@ -146,3 +146,17 @@ def test_a_glob_of_options_is_left_to_hydra():
     check_overrides(["-m", "scorer=glob(w*)"], str(CONF))  # no error: Hydra expands it
     with pytest.raises(ConfigError, match="did you mean 'weights'"):
         check_overrides(["-m", "scorer=choice(heuristic,wieghts)"], str(CONF))
+
+
+def test_a_refused_sweep_leaves_its_folder_free_for_the_corrected_command(tmp_path):
+    """One sweep per folder and the pre-flight together: a sweep refused before
+    its first job gives its fixed folder back, so the corrected command runs there."""
+    folder = tmp_path / "multirun"  # the fixed hydra.sweep.dir of silas(...)
+    bad = silas(tmp_path, None, "-m", "scorer=heuristic,weights", "scorer.l2=-3", "suite=smoke",
+                "tracking=none")
+    assert bad.returncode == 2 and "scorer.l2 = -3" in one_paragraph(bad.stderr)
+    assert not (folder / "sweep.json").exists()
+    good = silas(tmp_path, None, "-m", "scorer=heuristic,weights", "suite=smoke",
+                 "tracking=none")
+    assert good.returncode == 0, good.stderr[-2000:]
+    assert len(list(folder.glob("*/result.json"))) == 2
