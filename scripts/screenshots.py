@@ -18,7 +18,7 @@ takes 1280×800 PNGs in headless Chromium with a fresh profile:
 * ``chart_view.png``        the experiment's chart view, first row: the parent's
                             ``margins.<variant>.<metric>`` charts
 * ``parent_verdict.png``    the README sweep's parent run: the decision in its collapsed description
-* ``child_run.png``         the promoted baseline's job run: name, description, params, dataset
+* ``child_run.png``         a job run of the README sweep: name, description, params, dataset
 * ``ablation_report.png``   the probe sweep parent's ``ablation.html`` in the artifact view
 * ``probe_trace.png``       a probe's trace (answer + judge spans) with the judge's feedback
 
@@ -254,7 +254,6 @@ def shoot(url: str, work: Path, out: Path) -> None:
     client = MlflowClient(uri)
     default = client.get_experiment_by_name("silas-default").experiment_id
     probes = client.get_experiment_by_name("silas-probes").experiment_id
-    child = client.search_runs([default], "tags.`silas.baseline` = 'true'")[0]
     mlflow.set_tracking_uri(uri)
     trace = mlflow.search_traces(locations=[probes], return_type="list", max_results=1,
                                  filter_string="tags.`silas.task` = 'probe'")[0]
@@ -277,7 +276,8 @@ def shoot(url: str, work: Path, out: Path) -> None:
         save(driver, out, "chart_view.png")
         shoot_paired_table(driver, url, default, parent.info.run_id, out)
         shoot_runs_table(driver, url, default, parent.info.run_id, first_job(client, parent), out)
-        _open(driver, f"{url}/#/experiments/{default}/runs/{child.info.run_id}{runs_view}")
+        # a job of the README sweep (baseline promote marks the study's parent, not a job)
+        _open(driver, f"{url}/#/experiments/{default}/runs/{first_job(client, parent)}{runs_view}")
         save(driver, out, "child_run.png")
         _open(driver, f"{url}/#/experiments/{probes}/traces?workflowType=genai"
                       f"&selectedEvaluationId={trace.info.trace_id}", wait=8)
