@@ -10,11 +10,15 @@ takes 1280×800 PNGs in headless Chromium with a fresh profile:
 * ``experiments_list.png``  the experiments list: each description links to the runs view
 * ``experiment_runs.png``   the experiment as the printed link opens it (runs)
 * ``runs_expanded.png``     the runs table with the sweep's parent run expanded: its name
-                            opens with the verdict counts
+                            opens with the verdict counts (``1✓ 1✗ 1?``), all three visible
+* ``job_clicked.png``       a job's name clicked in that table: its run page, taken only
+                            if it is still "Model training" (not so in MLflow 3.17.2)
+* ``paired_table.png``      the parent run's description expanded, scrolled to the table of
+                            each variant beside the control on that variant's own cases
 * ``chart_view.png``        the experiment's chart view, first row: the parent's
                             ``margins.<variant>.<metric>`` charts
 * ``parent_verdict.png``    the README sweep's parent run: the decision in its collapsed description
-* ``child_run.png``         the promoted baseline's job run: name, description, params, dataset
+* ``child_run.png``         a job run of the README sweep: name, description, params, dataset
 * ``ablation_report.png``   the probe sweep parent's ``ablation.html`` in the artifact view
 * ``probe_trace.png``       a probe's trace (answer + judge spans) with the judge's feedback
 
@@ -155,6 +159,73 @@ def _open(driver, url: str, wait: float = 6.0) -> None:
                    "'Close']][1]//button[@aria-label='Close']", wait=1.0)
 
 
+def _real_click(driver, element) -> None:
+    """A pointer click as a user's (move, press, release), not a script's ``.click()``."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+    time.sleep(0.5)
+    ActionChains(driver).move_to_element(element).pause(0.3).click().perform()
+
+
+def _wait_for(driver, test, wait: float) -> bool:
+    deadline = time.time() + wait
+    while time.time() < deadline:
+        if test(driver):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def shoot_runs_table(driver, url: str, experiment: str, parent: str, job: str, out: Path) -> None:
+    """The runs table, its parent expanded; then a job's name clicked in it.
+    MLflow 3.17.2's run links in the table carry no ``?workflowType=``, and any
+    run page opened without it (the parent's too) shows the GenAI layout
+    ("Evaluation runs"): ``job_clicked.png`` is saved only when the click
+    stays in "Model training"."""
+    from selenium.webdriver.common.by import By
+
+    _open(driver, f"{url}/#/experiments/{experiment}/runs?workflowType=machine_learning", wait=10)
+    save(driver, out, "experiment_runs.png")
+    _click(driver, "//button[contains(@data-component-id,'runnamecellrenderer')]", wait=3)
+    save(driver, out, "runs_expanded.png")
+
+    def visible_links():
+        return [a for a in driver.find_elements(By.XPATH, f"//a[contains(@href,'/runs/{job}')]")
+                if a.is_displayed()]
+
+    links = visible_links()
+    if not links:
+        raise SystemExit(f"job {job} has no visible link in the runs table")
+    _real_click(driver, links[0])
+    if not _wait_for(driver, lambda d: f"/runs/{job}" in d.current_url, 20):
+        raise SystemExit(f"clicking job {job} left the page at {driver.current_url}")
+    time.sleep(8)  # the run page loads its params, metrics and datasets
+    body = driver.find_element(By.TAG_NAME, "body").text
+    if "Evaluation runs" in body:  # MLflow 3.17.2: the table's run links carry no ?workflowType=
+        print("job_clicked.png not taken: the clicked job opened MLflow's GenAI view",
+              file=sys.stderr)
+        return
+    save(driver, out, "job_clicked.png")
+
+
+def shoot_paired_table(driver, url: str, experiment: str, parent: str, out: Path) -> None:
+    """The parent run's description expanded and scrolled to the paired table."""
+    from selenium.webdriver.common.by import By
+
+    _open(driver, f"{url}/#/experiments/{experiment}/runs/{parent}?workflowType=machine_learning",
+          wait=10)
+    for xpath in ("//button[contains(., 'Show more') or contains(., 'See more') "
+                  "or contains(., 'Expand') or contains(@aria-label, 'xpand')]",):
+        _click(driver, xpath, wait=2)
+    heads = driver.find_elements(By.XPATH, "//th[contains(., 'on the same cases')]")
+    if not heads:
+        raise SystemExit("the parent's description shows no paired table")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", heads[0])
+    time.sleep(2)
+    save(driver, out, "paired_table.png")
+
+
 def save(driver, out: Path, name: str) -> Path:
     from PIL import Image
 
@@ -167,6 +238,14 @@ def save(driver, out: Path, name: str) -> Path:
     return path
 
 
+def first_job(client, parent) -> str:
+    """The newest job run of a sweep: the first row under its parent in the runs table."""
+    jobs = client.search_runs([parent.info.experiment_id],
+                              f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'",
+                              order_by=["attributes.start_time DESC"], max_results=1)
+    return jobs[0].info.run_id
+
+
 def shoot(url: str, work: Path, out: Path) -> None:
     import mlflow
     from mlflow.tracking import MlflowClient
@@ -175,7 +254,6 @@ def shoot(url: str, work: Path, out: Path) -> None:
     client = MlflowClient(uri)
     default = client.get_experiment_by_name("silas-default").experiment_id
     probes = client.get_experiment_by_name("silas-probes").experiment_id
-    child = client.search_runs([default], "tags.`silas.baseline` = 'true'")[0]
     mlflow.set_tracking_uri(uri)
     trace = mlflow.search_traces(locations=[probes], return_type="list", max_results=1,
                                  filter_string="tags.`silas.task` = 'probe'")[0]
@@ -196,11 +274,10 @@ def shoot(url: str, work: Path, out: Path) -> None:
         _open(driver, f"{url}/#/experiments/{default}/runs{runs_view}&compareRunsMode=CHART",
               wait=15)
         save(driver, out, "chart_view.png")
-        _open(driver, f"{url}/#/experiments/{default}/runs{runs_view}", wait=10)
-        save(driver, out, "experiment_runs.png")
-        _click(driver, "//button[contains(@data-component-id,'runnamecellrenderer')]", wait=3)
-        save(driver, out, "runs_expanded.png")
-        _open(driver, f"{url}/#/experiments/{default}/runs/{child.info.run_id}{runs_view}")
+        shoot_paired_table(driver, url, default, parent.info.run_id, out)
+        shoot_runs_table(driver, url, default, parent.info.run_id, first_job(client, parent), out)
+        # a job of the README sweep (baseline promote marks the study's parent, not a job)
+        _open(driver, f"{url}/#/experiments/{default}/runs/{first_job(client, parent)}{runs_view}")
         save(driver, out, "child_run.png")
         _open(driver, f"{url}/#/experiments/{probes}/traces?workflowType=genai"
                       f"&selectedEvaluationId={trace.info.trace_id}", wait=8)

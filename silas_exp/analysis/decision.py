@@ -104,10 +104,15 @@ def decision_sentence(r: AblationResult, ranking: Ranking | None = None) -> str:
     return "; ".join(parts) + "."
 
 
+SYMBOL = {Outcome.SHIP: "✓", Outcome.DO_NOT_SHIP: "✗", Outcome.INCONCLUSIVE: "?"}
+
+
 def verdict_counts(r: AblationResult) -> str:
-    """"1 ship · 1 do not ship · 1 inconclusive" (the parent run's name starts with it)."""
+    """"1✓ 1✗ 1?": how many variants ship, do not ship, are inconclusive. The
+    parent run's name starts with it; eight characters, so the runs table's
+    default column width does not cut any of the three counts."""
     outcomes = [vv.outcome for vv in r.verdicts.values()]
-    return " · ".join(f"{outcomes.count(o)} {o.words}" for o in Outcome)
+    return " ".join(f"{outcomes.count(o)}{SYMBOL[o]}" for o in Outcome)
 
 
 def control_passes_nothing(data: SweepData, r: AblationResult) -> bool:

@@ -157,7 +157,7 @@ def test_parent_summary_and_html_carry_the_verdicts(tmp_path):
     assert first.startswith("**No variant may ship: scorer=worse is blocked by")
     assert re.search(r"retrieval relevance −0\.(1\d*|09\d+) \(margin: worse by at most 0\.02\)",
                      first), first
-    assert summary.tags["mlflow.runName"].startswith("0 ship · 1 do not ship · 0 inconclusive · ")
+    assert summary.tags["mlflow.runName"].startswith("0✓ 1✗ 0? · ")
     assert safe_name("scorer=a,eviction=b") == "scorer_a.eviction_b"
     page = ablation_html(res, [])
     assert "do not ship" in page and "<table>" in page and "Verdict rule" in page

@@ -32,7 +32,7 @@ def test_one_ships_one_does_not_in_one_sentence():
                      sentence), sentence
     summary = parent_summary(res)
     assert summary.description.splitlines()[0].startswith(f"**{sentence}** Control: ")
-    assert summary.tags["mlflow.runName"].startswith("1 ship · 1 do not ship · 0 inconclusive · ")
+    assert summary.tags["mlflow.runName"].startswith("1✓ 1✗ 0? · ")
 
 
 def test_several_shipping_variants_are_ranked_with_a_ci():

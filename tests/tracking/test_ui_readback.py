@@ -55,7 +55,7 @@ def test_parent_description_opens_with_the_decision(readme):
     _, client, _, parent, _, _ = readme
     note = parent.data.tags["mlflow.note.content"]
     first = note.splitlines()[0]
-    assert re.match(r"^\*\*(No variant may ship: .+|scorer=\w+( and scorer=\w+)* ships?\b.*)\.\*\*$",
+    assert re.match(r"^\*\*(No variant may ship: .+|scorer=\w+( and scorer=\w+)* ships?\b.*)\.\*\* Control: .+$",
                     first), first
     verdicts = {k: v for k, v in parent.data.tags.items() if k.startswith("silas.verdict.")}
     assert len(verdicts) == 3
@@ -64,8 +64,7 @@ def test_parent_description_opens_with_the_decision(readme):
     assert "| variant | verdict | gated Δ vs control [CI] (margin) | why | to decide |" in note
     counts = {o: list(verdicts.values()).count(o) for o in ("ship", "do_not_ship", "inconclusive")}
     assert parent.info.run_name.startswith(  # first, so the runs table does not cut them
-        f"{counts['ship']} ship · {counts['do_not_ship']} do not ship · "
-        f"{counts['inconclusive']} inconclusive · sweep-")
+        f"{counts['ship']}✓ {counts['do_not_ship']}✗ {counts['inconclusive']}? · sweep-")
 
 
 def test_parent_keeps_few_metrics_and_one_statistics_table(readme):
