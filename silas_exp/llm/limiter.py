@@ -44,8 +44,8 @@ DECREASE = 2 / 3  # the allowance kept at a 429
 PROBE_EVERY = 16  # answers per allowed request before one more is tried
 # 429s among the last RECENT answers that mean too many at once: a server's
 # stray 429s (a few per cent of answers) seldom reach it; a concurrency limit
-# exceeded by a third or more of the requests in flight does within a wave or two
-RECENT, CROWDED = 20, 5
+# exceeded by a fifth or more of the requests in flight does within a wave or two
+RECENT, CROWDED = 20, 4
 
 
 @dataclass

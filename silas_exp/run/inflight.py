@@ -183,10 +183,16 @@ class _Meter:
         self.runner, self.label = runner, label
         self.t0 = self.last = time.perf_counter()
         self.cases = 0
-        self.calls0 = runner.llm.accounting.snapshot().calls
+        # a runner whose cases count their calls elsewhere (the reference replays
+        # ahead: in the job's overhead) names that accounting ``counted_in``
+        self.counted = getattr(runner, "counted_in", None)
+        self.calls0 = self._own().snapshot().calls
+
+    def _own(self) -> Accounting:
+        return self.counted if self.counted is not None else self.runner.llm.accounting
 
     def _calls(self, parts: list[_Part]) -> int:
-        return (self.runner.llm.accounting.snapshot().calls - self.calls0
+        return (self._own().snapshot().calls - self.calls0
                 + sum(p.accounting.snapshot().calls for p in parts))
 
     def _line(self, head: str, parts: list[_Part]) -> str:

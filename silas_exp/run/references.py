@@ -141,6 +141,7 @@ class _Ahead:
         self.probe_rows: list[dict] = []
         self.errors: list[str] = []
         self.failures = FailureLog([])
+        self.counted_in = parts.overhead  # the progress line's calls (with the calibration's)
 
 
 def _quietly(part, case: BenchmarkCase) -> None:
