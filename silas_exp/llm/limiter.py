@@ -5,14 +5,16 @@ It holds a request back when:
 
 * the server asked everyone to wait: a 429's ``retry-after`` (capped at
   ``llm.max_retry_wait_s``, as the retries' own waits are) pauses every new
-  request, not only the one that got it;
+  request, not only the one that got it, when 429s are frequent (``CROWDED``
+  of the last ``RECENT`` answers) or come before ``RECENT`` answers; a stray
+  429 among many answers pauses only its own request's retry;
 * Anthropic's ``anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-remaining``
   headers say that what is left, less what is in flight, does not cover the
   request: it waits for that limit's ``-reset`` time;
 * more requests are in flight than the server has lately accepted: the number
   allowed in flight starts at ``llm.max_connections``, shrinks by a third at a
   429 when 429s are frequent (``CROWDED`` of the last ``RECENT`` answers: a
-  stray 429 only pauses) and once for the requests sent at one allowance, and
+  stray 429 only retries) and once for the requests sent at one allowance, and
   tries one more after ``PROBE_EVERY`` times that many answers without a 429
   (additive increase, multiplicative decrease; a slow probe, since each costs
   a 429).
@@ -40,7 +42,10 @@ from pathlib import Path
 DIMENSIONS = ("requests", "tokens", "input-tokens", "output-tokens")
 DECREASE = 2 / 3  # the allowance kept at a 429
 PROBE_EVERY = 16  # answers per allowed request before one more is tried
-RECENT, CROWDED = 20, 3  # 429s among the last RECENT answers that mean too many at once
+# 429s among the last RECENT answers that mean too many at once: a server's
+# stray 429s (a few per cent of answers) seldom reach it; a concurrency limit
+# exceeded by a fifth or more of the requests in flight does within a wave or two
+RECENT, CROWDED = 20, 4
 
 
 @dataclass
@@ -200,16 +205,19 @@ class RateLimiter:
                 self._budgets[dim] = _Budget(left, now + in_s)
 
     def rate_limited(self, ticket: int, retry_after_s: float | None) -> None:
-        """A 429: every new request waits ``retry_after_s`` (capped), and fewer go at once."""
+        """A 429: when 429s are frequent (or nothing is known yet), every new
+        request waits ``retry_after_s`` (capped) and fewer go at once; a stray
+        429 among many answers waits only in its own retry."""
         self.rate_limited_count += 1
-        if retry_after_s is not None:
+        self._recent.append(True)
+        crowded = sum(self._recent) >= CROWDED or len(self._recent) < RECENT
+        if retry_after_s is not None and crowded:
             pause = min(retry_after_s, self.max_wait_s)
             self._paused_until = max(self._paused_until, self.clock() + pause)
             if self.shared is not None:
                 self.shared.extend(time.time() + pause)
-        self._recent.append(True)
         # the first 429 of requests sent at this allowance, among many lately
-        if ticket == self._epoch and (sum(self._recent) >= CROWDED or len(self._recent) < RECENT):
+        if ticket == self._epoch and crowded:
             self._epoch += 1
             self._streak = 0
             self.allowed = float(max(1, int(min(self.allowed, self.in_flight) * DECREASE)))

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from silas_exp.config import ExperimentConfig
-from silas_exp.data.suites.loader import LoadedSuite
+from silas_exp.data.suites.loader import LoadedSuite, replay_turns
 from silas_exp.errors import RunError
 from silas_exp.eviction.base import STRATEGIES
 from silas_exp.feedback.calibration import Calibration, ExclusionRates, Rate, calibrate
@@ -109,7 +109,7 @@ def _fit_calibration(spec: CalibrationSpec, parts: JobParts, out_dir: Path) -> C
     control = HeuristicSettings(weights=base)
     for _ in in_case_order(_Replays(cal_parts), cases,
                            lambda part, case: replay_case(part.parts, case, control, None),
-                           "calibration cases"):
+                           "calibration cases", lambda case: replay_turns(loaded, case)):
         pass  # feedback lands in the store, in case order
     result = calibrate(store.dataset(), base.vector(), l2=spec.l2)
     store.close()

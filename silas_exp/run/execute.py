@@ -74,7 +74,8 @@ def run_tracked(cfg: ExperimentConfig, job: JobSpec, tracker: Tracker,
     spend_ledger = (out_dir.parent if multirun else out_dir) / "llm_spend.sqlite"
     try:
         with tracker.job(job, manifest, loaded.suite.version, out_dir) as run:
-            outcome = run_job(cfg, job, out_dir, loaded=loaded, spend_ledger=spend_ledger)
+            outcome = run_job(cfg, job, out_dir, loaded=loaded, spend_ledger=spend_ledger,
+                              alone=not multirun)
             write_result(out_dir, job, outcome, None, cfg.variant_hash())
             run.log_outcome(outcome.metrics)
     except (ConfigError, SuiteError):

@@ -23,7 +23,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -34,6 +34,7 @@ from silas_exp.run.failures import FailureLog
 C = TypeVar("C")
 R = TypeVar("R")
 PROGRESS_EVERY_S = 10.0  # at most one progress line this often (and one at the end)
+AHEAD = 4  # cases not yet yielded, per case in flight, among which the largest starts first
 
 
 class CaseFeedback:
@@ -99,12 +100,18 @@ def width(runner: Any) -> int:
 
 
 def in_case_order(runner: Any, cases: Iterable[C], work: Callable[[Any, C], R],
-                  label: str = "cases") -> Iterator[tuple[C, R]]:
+                  label: str = "cases", size: Callable[[C], float] | None = None
+                  ) -> Iterator[tuple[C, R]]:
     """``(case, work(runner, case))`` for each case, in case order. With an
     inline backend ``work`` runs on ``runner`` itself, one case after the
     other; otherwise each case on a copy of its own, up to ``width(runner)``
     at once, joined to ``runner`` just before it is yielded. An exception of
-    ``work`` is raised at its case's turn, after the cases before it."""
+    ``work`` is raised at its case's turn, after the cases before it.
+
+    ``size``: how long a case takes (its turns, say). Of the cases not yet
+    yielded, up to ``AHEAD`` times the width, the largest starts first, so
+    that the longest cases do not end the job alone; the results still come
+    in case order."""
     if not runner.llm.concurrent:
         for case in cases:
             yield case, work(runner, case)
@@ -123,27 +130,45 @@ def in_case_order(runner: Any, cases: Iterable[C], work: Callable[[Any, C], R],
     if getattr(runner, "references", None) is not None:
         runner.references.warm()  # what the copies share and would each compute again
     todo = iter(cases)
-    ahead: deque[tuple[C, _Part, Future]] = deque()
+    window: deque[list] = deque()  # [case, part, future or None, size], in case order
+    waiting: list[list] = []  # window entries not started yet
+    running: set[Future] = set()
     pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="silas-case")
     try:
         while True:
-            while len(ahead) < 2 * n:  # a slow case does not leave the others idle
+            while len(window) < AHEAD * n:  # a slow case does not leave the others idle
                 case = next(todo, _END)
                 if case is _END:
                     break
-                part = _Part(runner)
-                ahead.append((case, part, pool.submit(work, part.runner, case)))
-            if not ahead:
+                entry = [case, None, None, size(case) if size is not None else 0.0]
+                window.append(entry)
+                waiting.append(entry)
+            if size is not None:
+                waiting.sort(key=lambda e: -e[3])  # stable: case order among equals
+            while waiting and len(running) < n:
+                entry = waiting.pop(0)
+                entry[1] = part = _Part(runner)
+                entry[2] = future = pool.submit(work, part.runner, entry[0])
+                running.add(future)
+            if not window:
                 break
-            case, part, future = ahead.popleft()
+            case, part, future, _ = window[0]
+            if future is None or not future.done():
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                running -= done
+                continue
+            window.popleft()
+            running.discard(future)
             result = future.result()
             part.join(runner)
-            meter.done(sum(not f.done() for _, _, f in ahead), [p for _, p, _ in ahead])
+            ahead = [e for e in window if e[2] is not None]
+            meter.done(sum(not e[2].done() for e in ahead), [e[1] for e in ahead])
             yield case, result
         meter.end()
     finally:  # also on an error and when the caller stops early: no case left running
-        for _, _, future in ahead:
-            future.cancel()
+        for entry in window:
+            if entry[2] is not None:
+                entry[2].cancel()
         pool.shutdown(wait=True)
 
 
@@ -158,10 +183,16 @@ class _Meter:
         self.runner, self.label = runner, label
         self.t0 = self.last = time.perf_counter()
         self.cases = 0
-        self.calls0 = runner.llm.accounting.snapshot().calls
+        # a runner whose cases count their calls elsewhere (the reference replays
+        # ahead: in the job's overhead) names that accounting ``counted_in``
+        self.counted = getattr(runner, "counted_in", None)
+        self.calls0 = self._own().snapshot().calls
+
+    def _own(self) -> Accounting:
+        return self.counted if self.counted is not None else self.runner.llm.accounting
 
     def _calls(self, parts: list[_Part]) -> int:
-        return (self.runner.llm.accounting.snapshot().calls - self.calls0
+        return (self._own().snapshot().calls - self.calls0
                 + sum(p.accounting.snapshot().calls for p in parts))
 
     def _line(self, head: str, parts: list[_Part]) -> str:

@@ -22,7 +22,14 @@ from silas_exp.context.replay import NeedOracle
 from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.blocks import block_of
 from silas_exp.data.suites.expected import judge_case
-from silas_exp.data.suites.loader import CaseList, LoadedSuite, load_suite, probe_plan, session_case
+from silas_exp.data.suites.loader import (
+    CaseList,
+    LoadedSuite,
+    load_suite,
+    probe_plan,
+    replay_turns,
+    session_case,
+)
 from silas_exp.errors import BudgetExceeded, RunError, SilasExpError, SuiteError
 from silas_exp.eviction.base import STRATEGIES
 from silas_exp.feedback.calibration import Calibration, stored_exclusion_rates
@@ -41,7 +48,7 @@ from silas_exp.run.case_replay import replay_case
 from silas_exp.run.failures import FailureLog
 from silas_exp.run.failures import write as write_failures
 from silas_exp.run.inflight import in_case_order
-from silas_exp.run.references import References, is_control, scores_candidates
+from silas_exp.run.references import References, is_control, replay_ahead, scores_candidates
 from silas_exp.run.tally import CaseTally
 from silas_exp.schema.benchmark import BenchmarkCase, BenchmarkResult, BenchmarkRun
 from silas_exp.scorers.base import SCORERS
@@ -180,9 +187,17 @@ class _CaseRunner:
 
 def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
             progress: Callable[[int, int, str], None] | None = None,
-            loaded: LoadedSuite | None = None, spend_ledger: Path | None = None) -> JobOutcome:
+            loaded: LoadedSuite | None = None, spend_ledger: Path | None = None,
+            alone: bool = True) -> JobOutcome:
     """``spend_ledger``: the sweep's spend file, so ``llm.max_usd`` caps the
-    whole sweep (default: one ledger in ``out_dir``, i.e. per job)."""
+    whole sweep (default: one ledger in ``out_dir``, i.e. per job).
+    ``alone``: no other job (a sweep's control, perhaps in another worker at
+    the same time) replays this job's references. Then its longest cases start
+    first and a variant's references are replayed during its calibration
+    (run/references.py ``replay_ahead``). Not in a sweep: there a variant that
+    reached a case's references before its control job would answer some of
+    the control's own calls from the response cache, and the control's
+    ``llm.calls`` would depend on the timing."""
     out_dir.mkdir(parents=True, exist_ok=True)
     loaded = loaded or load_suite(cfg.suite.path)
     started = datetime.now(UTC)
@@ -192,12 +207,20 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
     with open_job(cfg, job, out_dir, loaded, spend_ledger) as parts:
         store, llm = parts.store, parts.llm
         runner = _CaseRunner(parts)
-        with llm.charged_to(parts.overhead):
-            calibration = calibrate_job(parts, out_dir)
+        turns = lambda case: replay_turns(loaded, case)  # noqa: E731 - longest cases start first
+        # the control's reference replays do not wait for the calibration: both at once
+        ahead = replay_ahead(parts, cases, turns) if alone else None
+        try:
+            with llm.charged_to(parts.overhead):
+                calibration = calibrate_job(parts, out_dir)
+        finally:
+            if ahead is not None:
+                ahead.join()
         tally = CaseTally()
         with CaseLog(out_dir / CASES_FILE) as log:  # per-case results go to disk as they come
             for i, (case, result) in enumerate(in_case_order(  # several in flight: run/inflight.py
-                    runner, cases, lambda part, case: part.run_case(case, calibration))):
+                    runner, cases, lambda part, case: part.run_case(case, calibration),
+                    size=turns if alone else None)):
                 store.flush()  # the case's feedback is on disk before its result
                 log.append(result)
                 tally.add(result, case.expected.mode)

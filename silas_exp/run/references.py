@@ -8,7 +8,10 @@ writes its own; a variant that asks first replays them)."""
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
@@ -16,9 +19,12 @@ from silas_exp.config import ExperimentConfig
 from silas_exp.context.stats import Flush
 from silas_exp.eviction.base import STRATEGIES
 from silas_exp.feedback.store import DiscardingStore
+from silas_exp.llm.accounting import Accounting
 from silas_exp.run import disk_cache
 from silas_exp.run.assemble import JobParts
 from silas_exp.run.case_replay import replay_case
+from silas_exp.run.failures import FailureLog
+from silas_exp.run.inflight import in_case_order
 from silas_exp.schema.benchmark import BenchmarkCase
 from silas_exp.scorers import ScorerSettings, validate_scorer_settings
 from silas_exp.scorers.base import SCORERS
@@ -120,3 +126,53 @@ class References:
             return None
         return disk_cache.entry_path(self.parts.cfg.paths.cache, "reference",
                                      f"{self._disk_key}\n{key}", ".pkl")
+
+
+class _Ahead:
+    """What the case scheduler (run/inflight.py) copies for each reference
+    replayed ahead: a view of the job's client counting apart (the replays
+    themselves count in ``overhead``), and stores that keep nothing."""
+
+    def __init__(self, parts: JobParts) -> None:
+        self.llm = parts.llm.view(Accounting(dict(parts.llm.accounting.prices)))
+        self.store = DiscardingStore()
+        self.parts = replace(parts, llm=self.llm, store=self.store)
+        self.references = References(self.parts)
+        self.probe_rows: list[dict] = []
+        self.errors: list[str] = []
+        self.failures = FailureLog([])
+        self.counted_in = parts.overhead  # the progress line's calls (with the calibration's)
+
+
+def _quietly(part, case: BenchmarkCase) -> None:
+    try:
+        part.references.of(case)
+    except Exception:  # noqa: BLE001 - the case replays it again at its turn and reports the error
+        pass
+
+
+def replay_ahead(parts: JobParts, cases: Sequence[BenchmarkCase],
+                 size: Callable[[BenchmarkCase], float] | None = None) -> threading.Thread | None:
+    """Replay the reference flushes of ``cases`` (those a variant's cases will
+    ask for) in a thread of their own, several at once, while the job does
+    what comes before its cases (the calibration, which they do not depend
+    on); join the thread before the cases start. None when there is nothing
+    to replay ahead or one call at a time is all the client does."""
+    cfg = parts.cfg
+    if not scores_candidates(cfg) or is_control(cfg) or not parts.llm.concurrent \
+            or parts.llm.settings.max_connections <= 1 \
+            or not STRATEGIES.get(cfg.eviction.name).trait("evicts_per_turn"):
+        return None
+    wanted = [c for c in cases if c.case_id not in parts.loaded.unreplayable
+              and c.expected.mode != "llm_judge"][:REFERENCE_CASES // 2]
+    if not wanted:
+        return None
+    ahead = _Ahead(parts)
+
+    def run() -> None:
+        for _ in in_case_order(ahead, wanted, _quietly, "reference replays", size):
+            pass
+
+    thread = threading.Thread(target=run, name="silas-references", daemon=True)
+    thread.start()
+    return thread

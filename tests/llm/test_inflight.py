@@ -141,3 +141,18 @@ def test_cases_come_back_in_case_order_and_an_error_at_its_turn(latency_ms, widt
             seen.append((case, result, list(runner.probe_rows)))
     assert seen == [(0, 0, [0]), (1, 10, [0, 1]), (2, 20, [0, 1, 2])]
     runner.llm.close()
+
+
+def test_the_largest_cases_start_first_and_come_back_in_case_order():
+    runner = _runner(1.0, 2)
+    started: list[int] = []
+
+    def work(part, case: int) -> int:
+        started.append(case)
+        time.sleep(0.01)
+        return case * 10
+
+    got = list(in_case_order(runner, range(6), work, size=lambda case: case % 3))
+    assert got == [(case, case * 10) for case in range(6)]
+    assert sorted(started[:2]) == [2, 5] and sorted(started) == list(range(6))
+    runner.llm.close()

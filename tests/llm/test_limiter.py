@@ -114,3 +114,39 @@ def test_a_stray_429_among_many_answers_pauses_but_keeps_the_allowance():
         return limiter
 
     assert asyncio.run(go()).allowed == 6
+
+
+def test_stray_429s_among_many_answers_neither_pause_the_others_nor_shrink_the_allowance():
+    """A server's random 429s (one answer in 25, as a faulty server's are)
+    hold back only the request that got one: the others go at once, and the
+    allowance stays where it was."""
+    async def go() -> tuple[RateLimiter, float]:
+        limiter = RateLimiter(6, max_wait_s=5.0)
+        for i in range(200):
+            ticket = await limiter.acquire()
+            if i >= 20 and i % 25 == 0:
+                limiter.rate_limited(ticket, 2.0)
+                await limiter.release(ticket, ok=False)
+            else:
+                await limiter.release(ticket, ok=True)
+        return limiter, await _timed_acquire(limiter)
+
+    limiter, waited = asyncio.run(go())
+    assert limiter.rate_limited_count == 7 and limiter.allowed == 6
+    assert waited < 1.0  # not the 2 s the stray 429 asked of its own retry
+
+
+def test_frequent_429s_after_many_answers_still_pause_every_request():
+    async def go() -> tuple[RateLimiter, float]:
+        limiter = RateLimiter(6, max_wait_s=5.0)
+        for _ in range(30):
+            await limiter.release(await limiter.acquire(), ok=True)
+        tickets = [await limiter.acquire() for _ in range(6)]
+        for t in tickets[1:]:  # five of one wave: a limit reached
+            limiter.rate_limited(t, 0.3)
+        for t in tickets:
+            await limiter.release(t, ok=False)
+        return limiter, await _timed_acquire(limiter)
+
+    limiter, waited = asyncio.run(go())
+    assert limiter.allowed == 4 and 0.2 < waited < 2.0

@@ -389,6 +389,15 @@ def _parse_session(loaded: LoadedSuite, case: BenchmarkCase) -> Parsed:
     return session, truth, flush_turn
 
 
+def replay_turns(loaded: LoadedSuite, case: BenchmarkCase) -> int:
+    """The turns a replay of ``case`` goes through (0 for a case that cannot be
+    parsed: its error comes when it is run): how long it takes, known before."""
+    try:
+        return int(loaded.parsed(case)[0].turns)
+    except (SuiteError, KeyError):
+        return 0
+
+
 def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBudget) -> SessionCase:
     """A loaded case as a replayable session with its truth, budget and shares."""
     where = f"{loaded.files[case.case_id]}: case {case.case_id!r}"
