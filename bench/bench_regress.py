@@ -6,8 +6,10 @@
    runner) replay the baseline's configuration (``--config``) on the first
    ``--cases`` cases of the default pool, all at once: the baseline (repeat
    0, seed 0), the same configuration under ``--seeds`` other seeds (repeats
-   1..N: the same cases, other random streams) and one A/A run (repeat 1000),
-   which gives the flag counts expected from noise.
+   1..N: the same cases, other random streams) and the A/A runs a check under
+   other seeds makes (repeats 1000, 2000, ...: ``AA_SEEDS`` of them), which
+   give the flag counts expected from noise and the between-seed variance of
+   a job-level shift.
 2. Scenarios, each checked with ``regress`` (the verdict rule at the gated
    margins) against the baseline:
      unchanged  each other-seed run as it is: it should say "no regression"
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import pickle
 import tempfile
 import time
 from pathlib import Path
@@ -33,7 +36,7 @@ from bench_verdict_e2e import shifted  # the documented perturbation of outcomes
 
 from silas_exp.analysis.data import JobData
 from silas_exp.analysis.regress import regress
-from silas_exp.run.regress import AA_REPEATS, GridJob, run_grid
+from silas_exp.run.regress import AA_REPEATS, AA_SEEDS, GridJob, run_grid
 from silas_exp.stats import Outcome
 
 
@@ -53,6 +56,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20, help="other seeds checked")
     parser.add_argument("--config", nargs="+", default=["scorer=weights"])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--jobs", type=Path, default=None,
+                        help="keep the replays in this file (reused when it exists)")
     parser.add_argument("--quick", action="store_true",
                         help="a CI smoke run: 12 cases, 3 other seeds")
     ns = parser.parse_args()
@@ -61,12 +66,18 @@ def main() -> None:
     design = ["cases_per_block=null", f"suite.max_cases={ns.cases}", "seed=0",
               "llm.cache_mode=off", *ns.config]
     t0 = time.perf_counter()
-    grid = [GridJob(r, r, 0) for r in (0, *range(1, ns.seeds + 1), AA_REPEATS)]
-    with tempfile.TemporaryDirectory() as tmp:
-        jobs = {j.repeat: j for j in run_grid(design, grid, Path(tmp), ns.workers)}
+    aa_repeats = [AA_REPEATS * (k + 1) for k in range(AA_SEEDS)]
+    grid = [GridJob(r, r, 0) for r in (0, *range(1, ns.seeds + 1), *aa_repeats)]
+    if ns.jobs and ns.jobs.exists():
+        jobs = pickle.loads(ns.jobs.read_bytes())
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            jobs = {j.repeat: j for j in run_grid(design, grid, Path(tmp), ns.workers)}
+        if ns.jobs:
+            ns.jobs.write_bytes(pickle.dumps(jobs))
     replay_s = time.perf_counter() - t0
-    base, aa = jobs.pop(0), jobs.pop(AA_REPEATS)
-    for j in (*jobs.values(), aa):
+    base, aa = jobs.pop(0), [jobs.pop(r) for r in aa_repeats]
+    for j in (*jobs.values(), *aa):
         j.repeat = 0  # each pairs with the baseline's repeat 0
     out = {"cases": ns.cases, "seeds": ns.seeds, "config": ns.config, "replay_seconds": replay_s,
            "scenarios": {}}
@@ -80,7 +91,8 @@ def main() -> None:
         expected = math.nan
         for r in sorted(jobs):
             report = regress([worse(jobs[r], k)], [base], subject=f"seed {r}",
-                             baseline_name="bench", baseline_run_id="bench", aa=[aa])
+                             baseline_name="bench", baseline_run_id="bench", aa=aa,
+                             other_seeds=True)
             counts[report.outcome] += 1
             flips.append(report.flag_counts()["pass"])
             if report.outcome is not (Outcome.SHIP if k == 0 else Outcome.DO_NOT_SHIP):

@@ -251,6 +251,7 @@ def cmd_regress(args) -> int:
         checked, aa = runs.check_configuration(record, args.config, work, args.seeds_from,
                                                not args.no_aa, args.workers)
         subject, target = f"configuration `{' '.join(args.config)}`", None
+        other_seeds = bool(args.seeds_from)
         if args.seeds_from:
             subject += f" (repeats {args.seeds_from}+: other seeds)"
     else:
@@ -261,9 +262,11 @@ def cmd_regress(args) -> int:
         record = _baseline_of(read_baseline(suite_dir), suite_dir)
         jobs = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
                              for r in study.jobs])
-        checked, ran = runs.complete_study(baseline.study_overrides(reader, study), jobs, record,
-                                           work, args.workers)
-        aa = [] if args.no_aa else runs.aa_jobs(record, work, workers=args.workers)
+        overrides = baseline.study_overrides(reader, study)
+        checked, ran = runs.complete_study(overrides, jobs, record, work, args.workers)
+        other_seeds = f"seed={record.seed or 0}" not in overrides  # a study of another seed
+        aa = [] if args.no_aa else runs.aa_jobs(record, work, workers=args.workers,
+                                                other_seeds=other_seeds)
         subject = (f"`{study.variant}` of study {study.sweep_id}" if study.sweep_id
                    else f"run {study.run.info.run_id[:8]}")
         if ran:
@@ -271,7 +274,8 @@ def cmd_regress(args) -> int:
         target = study.run.info.run_id
     report = regress(checked, record_jobs(record), subject=subject,
                      baseline_name=f"`{record.name}` (run {record.source_run_id[:8]})",
-                     baseline_run_id=record.source_run_id, aa=aa, latency=not record.simulated)
+                     baseline_run_id=record.source_run_id, aa=aa, latency=not record.simulated,
+                     other_seeds=other_seeds)
     accepted = accepted_text(args.accept_regression, user_name()) \
         if args.accept_regression and report.regressed else None
     md = report.markdown(accepted)

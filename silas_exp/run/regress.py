@@ -49,6 +49,7 @@ def run_grid(overrides: Sequence[str], grid: Sequence[GridJob], out_dir: Path,
 
 
 AA_REPEATS = 1000  # an A/A runs the baseline's configuration as repeats 1000+: other seeds
+AA_SEEDS = 4  # A/A runs (repeats 1000, 2000, ...) when the check itself runs under other seeds
 
 
 def _plain(overrides: Sequence[str]) -> list[str]:
@@ -78,18 +79,26 @@ def check_configuration(record: BaselineRecord, config: Sequence[str], out_dir: 
     says how many flags noise alone gives)."""
     checked = run_grid([*baseline_design(record), *config], baseline_grid(record, offset),
                        out_dir / "checked", workers)
-    return checked, aa_jobs(record, out_dir, offset, workers) if aa else []
+    return checked, aa_jobs(record, out_dir, offset, workers, other_seeds=offset != 0) \
+        if aa else []
 
 
-def aa_jobs(record: BaselineRecord, out_dir: Path, offset: int = 0, workers: int = 1
-            ) -> list[JobData]:
+def aa_jobs(record: BaselineRecord, out_dir: Path, offset: int = 0, workers: int = 1,
+            other_seeds: bool = False) -> list[JobData]:
     """The A/A that says how many flags noise alone gives: the baseline's own
     configuration on its cases under other seeds (none needed when the
-    baseline has two or more repeats: they are compared with each other)."""
+    baseline has two or more repeats: they are compared with each other).
+    When the check runs under other seeds (``other_seeds``) the A/A also
+    measures the between-seed variance of a job-level shift, so it runs under
+    ``AA_SEEDS`` seeds, each a job (per baseline repeat) of its own."""
     if len(record.repeats()) > 1:
         return []
-    return run_grid([*baseline_design(record), *record.overrides],
-                    baseline_grid(record, AA_REPEATS + offset), out_dir / "aa", workers)
+    out: list[JobData] = []
+    for k in range(AA_SEEDS if other_seeds else 1):
+        out += run_grid([*baseline_design(record), *record.overrides],
+                        baseline_grid(record, AA_REPEATS * (k + 1) + offset),
+                        out_dir / f"aa{k}", workers)
+    return out
 
 
 def missing_blocks(overrides: Sequence[str], have: dict[int, set[str]], wanted: dict[int, set[str]]
