@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from silas_exp.records import read_job_result
+from tests.conftest import isolated_overrides
 from tests.fakes.messages_server import API_KEY, Fault
 
 FAULTS = [Fault("rate_limit", retry_after=0.01), Fault("overloaded"), Fault("server_error"),
@@ -54,12 +55,14 @@ def test_sweep_against_faulty_api_completes_and_counts_add_up(server, cli, tmp_p
 
     # the same sweep again, replay-only: every answer comes from the cache
     before = server.message_requests
-    again = cli(*args, "llm.cache_mode=replay")
+    replay_dir = tmp_path / "multirun-replay"  # a sweep folder holds one sweep
+    extra = [o if not o.startswith("hydra.sweep.dir=") else f"hydra.sweep.dir={replay_dir}"
+             for o in isolated_overrides(tmp_path)]
+    again = cli(*args, "llm.cache_mode=replay", *extra, isolate=False)
     assert again.returncode == 0, again.stderr[-3000:]
     assert server.message_requests == before
-    # in the same folders: each job starts a fresh feedback store (the first run's
-    # proposal ids would collide), so every case ends as it did the first time
-    rerun = job_results(tmp_path / "multirun")
+    # every case ends as it did the first time
+    rerun = job_results(replay_dir)
     assert [[(r["case_id"], r["status"], r["error"]) for r in j["run"]["results"]] for j in rerun] \
         == [[(r["case_id"], r["status"], r["error"]) for r in j["run"]["results"]] for j in jobs]
 

@@ -19,8 +19,11 @@ from tests.conftest import REPO
 
 def test_builtin_suites_resolve_from_the_install_whatever_the_cwd(tmp_path, monkeypatch):
     from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SILAS_EXP_ROOT", raising=False)
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)  # no earlier in-process run's cwd
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         for suite, folder in (("smoke", "suites/smoke"), ("default", "suites/default"),
                               ("probes", "probes/default")):
