@@ -180,7 +180,10 @@ def test_team_server(team):
     proc = team.run("admin", promote)
     assert proc.returncode == 0, proc.stderr[-3000:]
     print("--- the admin promotes ---\n" + proc.stdout.strip())
-    assert client.get_experiment(team.exp_id).tags["silas.baseline.smoke"] == job_run
+    # the pointer names the study the job belongs to (its parent run), or the run itself
+    pointer = client.get_experiment(team.exp_id).tags["silas.baseline.smoke"]
+    assert pointer in {job_run, children[0].data.tags.get("mlflow.parentRunId")}, pointer
+    assert (tmp / "suites" / "smoke" / "baseline.json").is_file()
 
     # 6. regress authenticates (a regression exits 1, bad input or refused credentials 2)
     proc = team.run("editor", [*SILAS_EXP, "regress", children[1].info.run_id,
