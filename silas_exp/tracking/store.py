@@ -248,7 +248,14 @@ class MlflowStore:
         # no mlflow.data.context=evaluation: MLflow 3.17's UI lists such runs as GenAI "Eval" runs
         # and leaves the runs table for its evaluation view when one is clicked
         inp = DatasetInput(entity, tags=[InputTag("silas.suite_version", dataset["version"])])
-        self._lock.run(self.client.log_inputs, run_id, datasets=[inp])
+        try:
+            self._lock.run(self.client.log_inputs, run_id, datasets=[inp])
+        except MlflowException as exc:
+            # two jobs logging the same new dataset at once (jobs that log their own runs to a
+            # server): the loser's insert breaks the unique key; the dataset exists now, link it
+            if not _duplicate_key(exc):
+                raise
+            self._lock.run(self.client.log_inputs, run_id, datasets=[inp])
 
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
         self.client.log_text(run_id, text, artifact_file)
@@ -309,3 +316,10 @@ class MlflowStore:
         dst.mkdir(parents=True, exist_ok=True)
         return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=path,
                                                         dst_path=str(dst), tracking_uri=self.uri))
+
+
+def _duplicate_key(exc: Exception) -> bool:
+    """An insert that lost a race for a unique key (PostgreSQL, MySQL or SQLite wording)."""
+    text = str(exc).lower()
+    return any(t in text for t in ("duplicate key", "unique constraint", "uniqueviolation",
+                                   "duplicate entry"))

@@ -187,7 +187,7 @@ def test_team_server(team):
 
     # 6. regress authenticates (a regression exits 1, bad input or refused credentials 2)
     proc = team.run("editor", [*SILAS_EXP, "regress", children[1].info.run_id,
-                               "--tracking-uri", uri])
+                               "--tracking-uri", uri, "--suite-dir", str(tmp / "suites" / "smoke")])
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr[-3000:]
 
     # 7. no password anywhere: store (pg_dump of both databases), artifacts,
