@@ -11,11 +11,11 @@ overrides (``{group: option}``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from silas_exp.analysis.baseline import CONTROL_FILE
+from silas_exp.records import write_json_atomic
 
 _SIMPLE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
@@ -58,7 +58,7 @@ def add_control_arm(params: dict[str, str], arguments: list[str],
 def record_added_control(sweep_dir: Path, added: dict[str, str]) -> None:
     """``control.json``: the control option(s) the sweep added itself."""
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    (sweep_dir / CONTROL_FILE).write_text(json.dumps({"added": added}))
+    write_json_atomic(sweep_dir / CONTROL_FILE, {"added": added})  # whole or not at all
 
 
 def set_planned_jobs(sweep_dir: Path, total: int) -> None:
