@@ -137,6 +137,12 @@ def _design(key: str) -> bool:
     return not config_overrides([f"{key}="])
 
 
+def study_part(overrides: Sequence[str]) -> list[str]:
+    """The overrides of a job that set how its study runs (seed, repeat, block,
+    suite size …), not what it runs (its configuration)."""
+    return sorted(o for o in overrides if _design(_key(o)))
+
+
 def with_control_arm(jobs: Sequence[Sequence[str]], arm: ControlArm, sweep_dir: Path
                      ) -> list[list[str]]:
     """The jobs and the control arm's: for each distinct study part of the jobs
@@ -146,10 +152,9 @@ def with_control_arm(jobs: Sequence[Sequence[str]], arm: ControlArm, sweep_dir: 
     key a job sets) become the sweep's swept keys, so each job's variant name
     shows them and the arm's name is ``arm.name``."""
     out = [list(j) for j in jobs]
-    have = {(tuple(sorted(o for o in j if _design(_key(o)))), tuple(config_overrides(j)))
-            for j in out}
+    have = {(tuple(study_part(j)), tuple(config_overrides(j))) for j in out}
     for job in jobs:
-        study = tuple(sorted(o for o in job if _design(_key(o))))
+        study = tuple(study_part(job))
         if (study, tuple(sorted(arm.overrides))) not in have:
             have.add((study, tuple(sorted(arm.overrides))))
             out.append([*study, *arm.overrides])
@@ -163,4 +168,4 @@ def with_control_arm(jobs: Sequence[Sequence[str]], arm: ControlArm, sweep_dir: 
 
 
 __all__ = ["CONTROL_FILE", "ControlArm", "arm_name", "baseline_arm", "control_arm",
-           "read_baseline", "with_control_arm"]
+           "read_baseline", "study_part", "with_control_arm"]

@@ -20,15 +20,18 @@ Two readings, each for its own purpose:
   "no regression" passes the gate (§19.5: a change ships on evidence of no
   harm, never on the absence of evidence of harm).
 
-**Checks under other seeds.** Paired with the baseline's own seeds (the
-default) both arms share their random streams, and the CI over cases is the
-whole uncertainty. Under other seeds (``--seeds-from N``, or a study run with
-another seed) a job can also shift as a whole: what is drawn once per job
-from its seed (the weights scorer's calibration) moves every case of the job
-together, and a CI over cases cannot see that shift. The check then adds the
-between-seed variance of a job-level shift, measured on runs that differ
-only by seed (the A/A runs, or the baseline's own repeats), to the CI of
-each gated difference (``seed_level``).
+**Checks under other seeds.** Under the baseline's own seeds (the default)
+the check and the logged results share their random streams, so the logged
+results are the control. Under other seeds (``--seeds-from N``, or a study
+run with another seed) part of a job is drawn once from its seed (the weights
+scorer's calibration) and moves every case of the job together; against the
+logged results that shift cannot be told from a change, and no number of
+cases bounds it. Such a check is decided against the baseline's
+*configuration* run again under the check's own seeds (``control``): a
+concurrent control, paired case by case with the same random streams, as a
+study pairs its arms (silas_exp.analysis.baseline). The logged results still
+give the flags, and the concurrent control against them is the A/A that says
+how many flags the seeds alone give.
 """
 
 from __future__ import annotations
@@ -39,16 +42,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
-from scipy import stats as sps
 
-from silas_exp.analysis.ablation import AblationResult, _decide, ablation
+from silas_exp.analysis.ablation import AblationResult, ablation
 from silas_exp.analysis.data import JobData, SweepData
 from silas_exp.analysis.settings import AnalysisSettings
-from silas_exp.metrics.registry import spec
-from silas_exp.stats import MetricCall, Oriented, Outcome, cases_needed, metric_call
+from silas_exp.metrics.names import display_name
+from silas_exp.stats import Outcome
 
 NOTE_MARK = "**Regression check:"  # first line of a checked run's description
 CANDIDATE, LOGGED = "checked", "logged baseline"  # the two arms of the comparison
+RERUN = "baseline configuration"  # the control under other seeds: the baseline's config rerun
 JUDGE_DROP, LATENCY_UP = 0.1, 0.5  # §20.5
 KINDS = {"pass": "pass → fail", "judge": f"judge score −{JUDGE_DROP}",
          "latency": f"latency +{LATENCY_UP:.0%}"}
@@ -206,38 +209,42 @@ def _as(job: JobData, variant: str, cases: set[str]) -> JobData:
 def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject: str,
             baseline_name: str, baseline_run_id: str, settings: AnalysisSettings | None = None,
             aa: Sequence[JobData] = (), latency: bool = False,
-            other_seeds: bool = False) -> RegressionReport:
+            control: Sequence[JobData] = ()) -> RegressionReport:
     """Check ``checked`` (one job per repeat, every block merged) against the
     ``baseline``'s jobs of the same repeats, on the cases the baseline covers.
-    ``aa``: the baseline's configuration run again under other seeds (expected
-    flag counts when the baseline has one repeat); ``latency``: flag latency
+    ``control``: the baseline's configuration run under the check's own seeds,
+    when those are not the baseline's: the decision pairs with it, the flags
+    with the logged results (module docstring). ``aa``: the baseline's
+    configuration under other seeds (expected flag counts when the baseline
+    has one repeat and there is no ``control``); ``latency``: flag latency
     (real models only)."""
-    s = (settings or AnalysisSettings()).model_copy(update={"control": LOGGED,
+    against = RERUN if control else LOGGED
+    s = (settings or AnalysisSettings()).model_copy(update={"control": against,
                                                             "use_baseline": False})
     covered = set().union(*[set(j.cases) for j in baseline]) if baseline else set()
     repeats = {j.repeat for j in baseline}
     now = [_as(j, CANDIDATE, covered) for j in checked if j.repeat in repeats]
     was = [_as(j, LOGGED, covered) for j in baseline]
-    data = SweepData("regress", "", [*now, *was])
+    rerun = [_as(j, RERUN, covered) for j in control if j.repeat in repeats]
+    data = SweepData("regress", "", [*now, *(rerun or was)])
     from silas_exp.analysis.ablation import suite_kind
     from silas_exp.metrics.registry import gated_for
 
     result = ablation(data, s, metrics=list(s.gate) if s.gate else gated_for(suite_kind(data)))
-    aa_cov = [_as(j, "aa", covered) for j in aa]
-    seed_note = seed_level(result, data, was, aa_cov, len(now), s.min_cases) \
-        if other_seeds else None
     by_repeat = {j.repeat: j for j in was}
     flags = [f for j in now for f in case_flags(j, by_repeat[j.repeat], latency)]
     compared = sum(_shared(j, by_repeat[j.repeat]) for j in now)
-    pairs, source = noise_pairs(was, aa_cov)
+    pairs, source = noise_pairs(was, rerun or [_as(j, "aa", covered) for j in aa])
+    if rerun and len(was) == 1:
+        source = "the baseline's configuration under the check's seeds against its logged results"
     rates = flag_rates(pairs, latency) if pairs else {}
     report = RegressionReport(subject, baseline_name, baseline_run_id, result,
                               result.verdicts[CANDIDATE].outcome, flags, compared,
                               len({c for j in now for c in j.cases}),
                               {k: r * compared for k, r in rates.items()},
                               source if pairs else "", latency)
-    if seed_note:
-        report.notes.append(seed_note)
+    if rerun:
+        report.notes.append(rerun_note(rerun, was, result.gated))
     have = {j.repeat: set(j.cases) for j in now}
     missing = sorted((c, j.repeat) for j in was for c in j.cases if c not in have.get(j.repeat, ()))
     if missing:
@@ -246,77 +253,25 @@ def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject:
     return report
 
 
-def shift_pairs(baseline: Sequence[JobData], aa: Sequence[JobData]
-                 ) -> tuple[list[tuple[JobData, JobData]], int]:
-    """Runs of the baseline's configuration that differ only by seed, as
-    pairs, and the degrees of freedom of the between-seed variance they
-    measure: each A/A job against the baseline's job of the same repeat (one
-    each), else the baseline's repeats against each other (repeats − 1)."""
-    by_repeat = {j.repeat: j for j in baseline}
-    pairs = [(j, by_repeat[j.repeat]) for j in aa if j.repeat in by_repeat]
-    if pairs:
-        return pairs, len(pairs)
-    pairs = [(a, b) for i, a in enumerate(baseline) for b in baseline[i + 1:]]
-    return pairs, len(baseline) - 1
-
-
-def job_shift(now: JobData, was: JobData, metric: str) -> tuple[float, float] | None:
-    """A job's mean paired difference on ``metric`` over the cases both ran,
-    and that mean's variance over cases (what a CI over cases sees)."""
-    d = np.array([now.cases[c][metric] - was.cases[c][metric]
-                  for c in sorted(set(now.cases) & set(was.cases))
-                  if metric in now.cases[c] and metric in was.cases[c]], float)
-    d = d[~np.isnan(d)]
-    if len(d) < 2:
-        return None
-    return float(d.mean()), float(d.var(ddof=1) / len(d))
-
-
-def seed_variance(pairs: Sequence[tuple[JobData, JobData]], metric: str) -> float:
-    """The between-seed variance of a job-level shift on ``metric`` (method of
-    moments): the mean squared job-level difference of runs that differ only
-    by seed, less the part the cases' own noise explains; never negative.
-    NaN when no pair has the metric."""
-    shifts = [s for a, b in pairs if (s := job_shift(a, b, metric))]
-    if not shifts:
-        return math.nan
-    return max(0.0, float(np.mean([m * m for m, _ in shifts]) - np.mean([v for _, v in shifts])))
-
-
-def seed_level(result: AblationResult, data: SweepData, baseline: Sequence[JobData],
-               aa: Sequence[JobData], n_checked: int, min_cases: int) -> str:
-    """Widen every gated CI of the checked arm by the between-seed variance of
-    a job-level shift, and decide again. The CI over cases keeps its
-    half-widths h; the seed part adds t·sqrt(v / n_checked) in quadrature,
-    t from Student's t with the pairs' degrees of freedom (few runs measure
-    v, so its quantile is wide). Without runs that differ only by seed, the
-    shift is unknown: the gated metrics stay undecided. Returns the note."""
-    pairs, df = shift_pairs(baseline, aa)
-    t = float(sps.t.ppf(0.5 + result.confidence / 2, df)) if df > 0 else math.nan
-    parts = []
-    for c in result.comparisons:
-        if c.variant != CANDIDATE or c.metric not in result.gated or c.call is None:
-            continue
-        v = seed_variance(pairs, c.metric) if df > 0 else math.nan
-        extra = t * math.sqrt(v / max(n_checked, 1)) if not math.isnan(v) else math.inf
-        c.ci_low = c.delta - math.hypot(c.delta - c.ci_low, extra)
-        c.ci_high = c.delta + math.hypot(c.ci_high - c.delta, extra)
-        d = Oriented.of(c.delta, c.ci_low, c.ci_high, spec(c.metric).direction)
-        c.call = metric_call(d, c.margin) if c.n_cases >= min_cases and math.isfinite(extra) \
-            else MetricCall.UNDECIDED
-        c.n_needed = None
-        if c.call is MetricCall.UNDECIDED and math.isfinite(extra):
-            c.n_needed = cases_needed(d, c.margin, c.n_cases)
-        parts.append(f"{c.metric} ±{extra:.3g}" if math.isfinite(extra) else c.metric)
-    result.verdicts[CANDIDATE] = _decide(data, result, CANDIDATE, LOGGED)
-    if df <= 0:
-        return ("checked under other seeds than the baseline's, with no A/A and one baseline "
-                "repeat: a job-level shift from the seed cannot be measured, so no gated metric "
-                "is decided (" + ", ".join(parts) + ")")
-    return (f"checked under other seeds than the baseline's: each gated CI also carries the "
-            f"between-seed variance of a job-level shift, from {len(pairs)} pair(s) of runs "
-            f"that differ only by seed (t with {df} df, in quadrature with the CI over cases): "
-            + ", ".join(parts))
+def rerun_note(rerun: Sequence[JobData], logged: Sequence[JobData], gated: Sequence[str]) -> str:
+    """Why the decision pairs with a rerun of the baseline's configuration, and
+    how far that rerun sits from the logged results (what the seeds alone do)."""
+    by_repeat = {j.repeat: j for j in logged}
+    shifts = []
+    for metric in gated:
+        d = [now.cases[c][metric] - was.cases[c][metric] for now in rerun
+             if (was := by_repeat.get(now.repeat)) is not None
+             for c in sorted(set(now.cases) & set(was.cases))
+             if metric in now.cases[c] and metric in was.cases[c]]
+        d = [x for x in d if not math.isnan(x)]
+        if d:
+            shifts.append(f"{display_name(metric)} {float(np.mean(d)):+.4g}")
+    return ("checked under other seeds than the baseline's, so decided against the baseline's "
+            "configuration run under the same seeds (a concurrent control, paired case by case "
+            "with the same random streams); the flags compare with the logged results. The "
+            "baseline's configuration under these seeds against its logged results (the seeds' "
+            "own shift, which a comparison with the logged results would have charged to the "
+            "change): " + (", ".join(shifts) or "no gated metric in common"))
 
 
 def accepted_text(reason: str, user: str) -> str:

@@ -281,11 +281,13 @@ def register(sub, default_uri) -> None:
     p.add_argument("--suite-dir", help="suite folder with baseline.json (default: the study's "
                                        "suite, or the configuration's)")
     p.add_argument("--seeds-from", type=int, default=0, metavar="N",
-                   help="--config: run as repeats N+ (other seeds, the same cases; default 0: "
-                        "the baseline's seeds)")
+                   help="--config: run as repeats N+ (other seeds, the same cases; the "
+                        "baseline's configuration then runs beside it under the same seeds as "
+                        "the control); default 0: the baseline's seeds, its logged results the "
+                        "control")
     p.add_argument("--no-aa", action="store_true",
-                   help="no A/A run (the baseline's configuration under other seeds, for the "
-                        "flags' expected counts when the baseline has one repeat)")
+                   help="under the baseline's seeds: no A/A run (its configuration under other "
+                        "seeds, for the flags' expected counts when the baseline has one repeat)")
     p.add_argument("--workers", type=int, default=1, help="processes for the jobs it runs")
     p.add_argument("--work-dir", help="where the jobs it runs write (default: a temporary folder)")
     p.add_argument("--accept-regression", metavar="REASON",

@@ -57,10 +57,9 @@ def cmd_regress(args) -> int:
     if args.config:
         suite_dir = Path(args.suite_dir) if args.suite_dir else _config_suite_dir(args.config)
         record = _baseline_of(read_baseline(suite_dir), suite_dir)
-        checked, aa = runs.check_configuration(record, args.config, work, args.seeds_from,
-                                               not args.no_aa, args.workers)
+        ran = runs.check_configuration(record, args.config, work, args.seeds_from,
+                                       not args.no_aa, args.workers)
         subject, target = f"configuration `{' '.join(args.config)}`", None
-        other_seeds = bool(args.seeds_from)
         if args.seeds_from:
             subject += f" (repeats {args.seeds_from}+: other seeds)"
     else:
@@ -72,23 +71,26 @@ def cmd_regress(args) -> int:
         jobs = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
                              for r in study.jobs])
         overrides = baseline.study_overrides(reader, study)
-        checked, ran = runs.complete_study(overrides, jobs, record, work, args.workers)
-        other_seeds = f"seed={record.seed or 0}" not in overrides  # a study of another seed
-        aa = [] if args.no_aa else runs.aa_jobs(record, work, workers=args.workers,
-                                                other_seeds=other_seeds)
+        checked, n_run = runs.complete_study(overrides, jobs, record, work, args.workers)
+        if f"seed={record.seed or 0}" in overrides:  # the baseline's seeds: the logged results
+            ran = runs.CheckRuns(checked, [], [] if args.no_aa else
+                                 runs.aa_jobs(record, work, workers=args.workers))
+        else:  # another seed: the baseline's configuration under the study's seeds
+            ran = runs.CheckRuns(checked, runs.study_control(overrides, record, work / "control",
+                                                             args.workers), [])
         subject = (f"`{study.variant}` of study {study.sweep_id}" if study.sweep_id
                    else f"run {study.run.info.run_id[:8]}")
-        if ran:
-            subject += f" ({ran} job(s) of missing blocks run for the check)"
+        if n_run:
+            subject += f" ({n_run} job(s) of missing blocks run for the check)"
         target = study.run.info.run_id
-    report = regress(checked, record_jobs(record), subject=subject,
+    report = regress(ran.checked, record_jobs(record), subject=subject,
                      baseline_name=f"`{record.name}` (run {record.source_run_id[:8]})",
-                     baseline_run_id=record.source_run_id, aa=aa, latency=not record.simulated,
-                     other_seeds=other_seeds)
+                     baseline_run_id=record.source_run_id, aa=ran.aa, latency=not record.simulated,
+                     control=ran.control)
     accepted = accepted_text(args.accept_regression, user_name()) \
         if args.accept_regression and report.regressed else None
     md = report.markdown(accepted)
-    gates = check_gates(checked[0].metrics if checked else {}, parse_gates(args.fail_under))
+    gates = check_gates(ran.checked[0].metrics if ran.checked else {}, parse_gates(args.fail_under))
     md += "".join(f"- gate: {g.line()}\n" for g in gates)
     print(md)
     print(report.headline(accepted))

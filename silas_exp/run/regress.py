@@ -49,7 +49,6 @@ def run_grid(overrides: Sequence[str], grid: Sequence[GridJob], out_dir: Path,
 
 
 AA_REPEATS = 1000  # an A/A runs the baseline's configuration as repeats 1000+: other seeds
-AA_SEEDS = 4  # A/A runs (repeats 1000, 2000, ...) when the check itself runs under other seeds
 
 
 def _plain(overrides: Sequence[str]) -> list[str]:
@@ -70,35 +69,57 @@ def baseline_grid(record: BaselineRecord, offset: int = 0) -> list[GridJob]:
     return [GridJob(j.repeat, j.repeat + offset, j.block) for j in record.jobs]
 
 
+@dataclass
+class CheckRuns:
+    """What a check ran: the checked configuration, and either the baseline's
+    configuration under the same (other) seeds, the decision's control, or an
+    A/A for the flags' expected counts."""
+
+    checked: list[JobData]
+    control: list[JobData]  # empty: the logged results are the control (the baseline's seeds)
+    aa: list[JobData]
+
+
 def check_configuration(record: BaselineRecord, config: Sequence[str], out_dir: Path,
-                        offset: int = 0, aa: bool = True, workers: int = 1
-                        ) -> tuple[list[JobData], list[JobData]]:
-    """A configuration on every case and repeat of the baseline (its seeds, or
-    ``offset`` repeats further on), and, when the baseline has one repeat and
-    ``aa``, the baseline's own configuration under other seeds (the A/A that
-    says how many flags noise alone gives)."""
+                        offset: int = 0, aa: bool = True, workers: int = 1) -> CheckRuns:
+    """A configuration on every case and repeat of the baseline: under its
+    seeds, or ``offset`` repeats further on. Under other seeds the baseline's
+    configuration runs on the same grid (the control, paired by seed);
+    under the baseline's own, an A/A (``aa``, one baseline repeat only) says
+    how many flags noise alone gives."""
     checked = run_grid([*baseline_design(record), *config], baseline_grid(record, offset),
                        out_dir / "checked", workers)
-    return checked, aa_jobs(record, out_dir, offset, workers, other_seeds=offset != 0) \
-        if aa else []
+    if offset:
+        return CheckRuns(checked, rerun_baseline(record, offset, out_dir / "control", workers), [])
+    return CheckRuns(checked, [], aa_jobs(record, out_dir, workers) if aa else [])
 
 
-def aa_jobs(record: BaselineRecord, out_dir: Path, offset: int = 0, workers: int = 1,
-            other_seeds: bool = False) -> list[JobData]:
+def rerun_baseline(record: BaselineRecord, offset: int, out_dir: Path, workers: int = 1
+                   ) -> list[JobData]:
+    """The baseline's configuration on its cases, as repeats ``offset`` further on."""
+    return run_grid([*baseline_design(record), *record.overrides],
+                    baseline_grid(record, offset), out_dir, workers)
+
+
+def aa_jobs(record: BaselineRecord, out_dir: Path, workers: int = 1) -> list[JobData]:
     """The A/A that says how many flags noise alone gives: the baseline's own
     configuration on its cases under other seeds (none needed when the
-    baseline has two or more repeats: they are compared with each other).
-    When the check runs under other seeds (``other_seeds``) the A/A also
-    measures the between-seed variance of a job-level shift, so it runs under
-    ``AA_SEEDS`` seeds, each a job (per baseline repeat) of its own."""
+    baseline has two or more repeats: they are compared with each other)."""
     if len(record.repeats()) > 1:
         return []
-    out: list[JobData] = []
-    for k in range(AA_SEEDS if other_seeds else 1):
-        out += run_grid([*baseline_design(record), *record.overrides],
-                        baseline_grid(record, AA_REPEATS * (k + 1) + offset),
-                        out_dir / f"aa{k}", workers)
-    return out
+    return rerun_baseline(record, AA_REPEATS, out_dir / "aa", workers)
+
+
+def study_control(overrides: Sequence[str], record: BaselineRecord, out_dir: Path,
+                  workers: int = 1) -> list[JobData]:
+    """The baseline's configuration with a study's design (its seed, blocks,
+    suite size …) on the cases the baseline covers: the control of a check of
+    a study run under other seeds than the baseline's."""
+    from silas_exp.analysis.baseline import study_part
+
+    jobs, _ = complete_study([*study_part(overrides), *record.overrides], [], record, out_dir,
+                             workers)
+    return jobs
 
 
 def missing_blocks(overrides: Sequence[str], have: dict[int, set[str]], wanted: dict[int, set[str]]

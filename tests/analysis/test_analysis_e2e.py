@@ -90,6 +90,11 @@ def test_promote_then_regress_flags_worse_variant(logged):
     same = _cli(tmp, "regress", control)  # the baseline's own results: every difference is 0 …
     assert "| context.retrieval_relevance | +0.0000 | [+0.0000, +0.0000]" in same.stdout
     assert same.returncode == 1 and "only 2 paired cases" in same.stdout  # … on too few cases
+    other = _cli(tmp, "regress", "--config", "scorer=heuristic", "--seeds-from", "100", "--no-log",
+                 "--suite-dir", str(tmp / "suites" / "smoke"))  # other seeds: a concurrent control
+    assert "(repeats 100+: other seeds)" in other.stdout, other.stdout + other.stderr
+    assert "| context.retrieval_relevance | +0.0000 | [+0.0000, +0.0000]" in other.stdout
+    assert "note: checked under other seeds than the baseline's, so decided against" in other.stdout
 
 
 def test_promotion_refusals(logged):

@@ -160,6 +160,16 @@ def test_one_baseline_per_suite_history_kept_and_regress_recorded(swept):
     tags = client.get_run(new.info.run_id).data.tags
     assert tags["silas.regress_accepted"].startswith("a known cost (by ")
 
+    # a run of the baseline's configuration under another seed is decided against that
+    # configuration under the same seed (identical here), not against the logged results
+    seeded = run_silas(tmp, "suite=smoke", "scorer=weights", "seed=7")
+    assert seeded.returncode == 0, seeded.stderr[-2000:]
+    [seven] = [r for r in client.search_runs([exp.experiment_id], "tags.`silas.scorer` = 'weights'")
+               if not r.data.tags.get("silas.sweep_id") and r.info.run_id != single.info.run_id]
+    reg = _cli(tmp, "regress", seven.info.run_id, "--no-log", "--suite-dir", str(suites / "smoke"))
+    assert "| context.retrieval_relevance | +0.0000 | [+0.0000, +0.0000]" in reg.stdout, reg.stdout
+    assert "note: checked under other seeds than the baseline's, so decided against" in reg.stdout
+
 
 def test_parent_run_tells_the_result(swept):
     _, client, _, runs = swept
