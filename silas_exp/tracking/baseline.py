@@ -139,11 +139,20 @@ def resolve(reader: Reader, source: str, variant: str | None) -> Study:
             f"study {sweep_id} has the variants {variants}"
             + (f" (verdicts: {verdicts})" if verdicts else "") + "; name the one to promote: "
             f"`silas-exp baseline promote {source} {(shipped or variants or ['scorer=weights'])[0]}`")
+    variant = next((v for v in variants if _same_variant(v, variant)), variant)
     jobs = _newest_per_job([c for c in children if c.data.tags.get("silas.variant") == variant])
     if not jobs:
         raise AnalysisError(f"study {sweep_id} has no FINISHED job of variant {variant!r}; its "
                             f"variants: {variants}")
     return Study(parent or jobs[0], sweep_id, variant, jobs)
+
+
+def _same_variant(a: str, b: str) -> bool:
+    """One variant written two ways: overrides in any order, ``false`` or ``False``."""
+    def norm(v: str) -> list[str]:
+        return sorted(o.strip().replace("=False", "=false").replace("=True", "=true")
+                      for o in v.split(","))
+    return norm(a) == norm(b)
 
 
 def _yaml_artifact(reader: Reader, run_id: str, name: str) -> Any:
