@@ -76,8 +76,8 @@ def cmd_regress(args) -> int:
             ran = runs.CheckRuns(checked, [], [] if args.no_aa else
                                  runs.aa_jobs(record, work, workers=args.workers))
         else:  # another seed: the baseline's configuration under the study's seeds
-            ran = runs.CheckRuns(checked, runs.study_control(overrides, record, work / "control",
-                                                             args.workers), [])
+            ran = runs.CheckRuns(checked, _study_control(reader, study, overrides, record,
+                                                         work / "control", args.workers), [])
         subject = (f"`{study.variant}` of study {study.sweep_id}" if study.sweep_id
                    else f"run {study.run.info.run_id[:8]}")
         if n_run:
@@ -116,6 +116,28 @@ def cmd_regress(args) -> int:
         raise RegressionFound(f"{report.decision}: {report.reasons()}; see the report above "
                               "(--accept-regression REASON accepts it, recorded on the run)")
     return 0
+
+
+def _study_control(reader, study, overrides, record, out: Path, workers: int):
+    """The control of a study checked under its own seeds: the study's own arm
+    of the baseline's configuration when it ran one (a study after the
+    promotion), completed to the cases the baseline covers; else that
+    configuration run afresh with the study's design."""
+    from silas_exp.analysis.data import job_from_result, merge_blocks
+    from silas_exp.run import regress as runs
+    from silas_exp.tracking import baseline
+
+    if study.sweep_id:
+        try:
+            arm = baseline.resolve(reader, study.sweep_id, record.name)
+        except AnalysisError:
+            arm = None
+        if arm is not None:
+            jobs = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
+                                 for r in arm.jobs])
+            return runs.complete_study(baseline.study_overrides(reader, arm), jobs, record, out,
+                                       workers)[0]
+    return runs.study_control(overrides, record, out, workers)
 
 
 def record_jobs(record):

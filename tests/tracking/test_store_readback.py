@@ -170,6 +170,20 @@ def test_one_baseline_per_suite_history_kept_and_regress_recorded(swept):
     assert "| context.retrieval_relevance | +0.0000 | [+0.0000, +0.0000]" in reg.stdout, reg.stdout
     assert "note: checked under other seeds than the baseline's, so decided against" in reg.stdout
 
+    # a study after the promotion, under another seed, ran the baseline's configuration as its
+    # control arm: the check pairs with that arm and runs nothing for it
+    study = run_silas(tmp, "-m", "scorer=random", "eviction.keepbacks=false", "suite=smoke",
+                      "seed=3", f"paths.suites={suites}", f"paths.mlruns={tmp / 'mlruns'}",
+                      f"paths.cache={tmp / 'cache'}", f"hydra.sweep.dir={tmp / 'study3'}",
+                      isolate=False)
+    assert study.returncode == 0, study.stderr[-2000:]
+    sweep3 = json.loads((tmp / "study3" / "sweep.json").read_text())["sweep_id"]
+    reg = _cli(tmp, "regress", sweep3, "scorer=random,eviction.keepbacks=false", "--no-log",
+               "--suite-dir", str(suites / "smoke"), "--work-dir", str(tmp / "check3"))
+    assert "note: checked under other seeds than the baseline's, so decided against" in reg.stdout, \
+        reg.stdout + reg.stderr
+    assert not (tmp / "check3" / "control").exists()  # the study's own arm was the control
+
 
 def test_parent_run_tells_the_result(swept):
     _, client, _, runs = swept
