@@ -80,15 +80,19 @@ def _nothing_ships(r: AblationResult, held: list[str]) -> str:
     if len(held) == 1:
         return f"No variant may ship: {held[0]} is blocked by {_texts(found[held[0]])}" \
             + _needed(r, held)
-    common = [b for b in found[held[0]] if all(b.key in {x.key for x in found[v]} for v in held)]
+    common = [b for b in found[held[0]] if all(b in found[v] for v in held)]  # the same words
     if not common:
         return "No variant may ship: " + "; ".join(
-            f"{v} is blocked by {_texts(found[v])}" for v in held) + _needed(r, held)
-    keys = {b.key for b in common}
-    also = [f"{v} also by {_texts([b for b in found[v] if b.key not in keys])}"
-            for v in held if any(b.key not in keys for b in found[v])]
+            f"{v} is blocked by {_texts(found[v])}{_needed(r, [v])}" for v in held)
+    also = []
+    for v in held:
+        extra, need = [b for b in found[v] if b not in common], _needed(r, [v])
+        if extra:
+            also.append(f"{v} also by {_texts(extra)}{need}")
+        elif need:
+            also.append(f"{v} needs {need.removeprefix('; ')}")
     return (f"No variant may ship: every one is blocked by {_texts(common)}"
-            + "".join(f"; {a}" for a in also) + _needed(r, held))
+            + "".join(f"; {a}" for a in also))
 
 
 def decision_sentence(r: AblationResult, ranking: Ranking | None = None) -> str:

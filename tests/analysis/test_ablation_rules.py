@@ -178,3 +178,19 @@ def test_a_variant_can_be_read_at_a_confidence_of_its_own():
     assert ci(own, "scorer=b") == ci(plain, "scorer=b") and own.confidence == 0.95
     (lo, hi), (lo95, hi95) = ci(own, "scorer=a"), ci(plain, "scorer=a")
     assert lo < lo95 and hi > hi95 and (hi - lo) > 1.15 * (hi95 - lo95)
+
+
+def test_a_blocker_is_common_only_when_it_reads_the_same_for_every_variant():
+    from silas_exp.analysis.decision import decision_sentence
+
+    rng = np.random.default_rng(3)
+    far = [q - 0.1 for q in BASE]  # beyond the margin: its Δ is printed
+    near = [q - 0.02 + float(rng.normal(0, 0.03)) for q in BASE]  # around the margin: undecided
+    res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=far": far, "scorer=near": near}))
+    assert res.verdicts["scorer=far"].outcome is Outcome.DO_NOT_SHIP
+    assert res.verdicts["scorer=near"].outcome is not Outcome.SHIP
+    sentence = decision_sentence(res)
+    far_delta = next(c for c in res.comparisons if c.variant == "scorer=far"
+                     and c.metric == "context.retrieval_relevance").delta
+    assert f"{far_delta:+.4g}".replace("-", "−") in sentence
+    assert "every one is blocked by retrieval relevance −" not in sentence, sentence
