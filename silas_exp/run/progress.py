@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from silas_exp.records import count_job_results
+from silas_exp.records import RESULT_FILE, count_job_results
 
 # sweepers whose jobs are the cartesian product of the overrides
 _GRID_SWEEPERS = ("BasicSweeper", "SilasSweeper")
@@ -39,10 +39,14 @@ def _duration(seconds: float) -> str:
 
 
 def progress_note(sweep_dir: Path, total: int | None, started_at: float, now: float) -> str:
-    """'8/20 done, ~9 s left' from the job folders that hold a result."""
-    done = count_job_results(sweep_dir)
+    """'8/20 done, ~9 s left' from the job folders that hold a result. Of
+    the numbered job folders (Hydra's ``${hydra.job.num}``) only jobs
+    ``0..total-1`` count: a resumed study re-plans its rounds one at a time,
+    and the later rounds' folders left from before are not yet this count's."""
     if not total:
-        return f"{done} done"
+        return f"{count_job_results(sweep_dir)} done"
+    done = sum(1 for p in sweep_dir.glob(f"*/{RESULT_FILE}")
+               if not p.parent.name.isdigit() or int(p.parent.name) < total)
     left = max(total - done, 0)
     if done == 0 or left == 0 or not started_at:
         return f"{done}/{total} done"

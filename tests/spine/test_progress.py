@@ -26,3 +26,11 @@ def test_progress_note_counts_results_and_extrapolates(tmp_path):
     assert progress_note(tmp_path, 2, started_at=100.0, now=110.0) == "2/2 done"
     assert progress_note(tmp_path, None, started_at=100.0, now=110.0) == "2 done"
     assert progress_note(tmp_path, 600, started_at=100.0, now=160.0) == "2/600 done, ~5.0 h left"
+
+
+def test_a_resumed_study_counts_only_the_jobs_planned_so_far(tmp_path):
+    for i in range(19):  # the folder of an interrupted study: 19 jobs of later rounds ended
+        (tmp_path / str(i)).mkdir()
+        (tmp_path / str(i) / "result.json").write_text("{}")
+    assert progress_note(tmp_path, 4, started_at=100.0, now=110.0) == "4/4 done"  # round 1 again
+    assert progress_note(tmp_path, 26, started_at=100.0, now=119.0) == "19/26 done, ~7 s left"
