@@ -262,13 +262,17 @@ def _demote_others(reader: Reader, exp_id: str, suite: str, run_id: str, now: st
         [exp_id], filter_string=f"tags.`silas.baseline` = 'true' and tags.`silas.suite` = '{suite}'")
     others = [r for r in runs if r.info.run_id != run_id]
     for r in others:
-        old = r.info.run_id
-        reader.store.log(old, tags={"silas.baseline": "false", "silas.baseline_demoted_at": now,
-                                    "silas.baseline_superseded_by": run_id,
-                                    "mlflow.runName": _named(r.info.run_name, False)})
-        reader.store.note_first(old, f"{MARK} former baseline of suite `{suite}`, replaced by run "
-                                f"`{run_id}` on {now[:16]} UTC.", MARK)
+        _unmark(reader, r, {"silas.baseline_demoted_at": now, "silas.baseline_superseded_by": run_id},
+                f"former baseline of suite `{suite}`, replaced by run `{run_id}` on {now[:16]} UTC.")
     return [r.info.run_id for r in others]
+
+
+def _unmark(reader: Reader, run: Any, tags: dict[str, str], line: str) -> None:
+    """A former baseline run: tagged ``silas.baseline=false`` with ``tags``, its
+    name without the mark, ``line`` first in its description."""
+    reader.store.log(run.info.run_id, tags={"silas.baseline": "false", **tags,
+                                            "mlflow.runName": _named(run.info.run_name, False)})
+    reader.store.note_first(run.info.run_id, f"{MARK} {line}", MARK)
 
 
 def _named(name: str | None, baseline: bool) -> str:
