@@ -62,8 +62,8 @@ def test_the_next_study_runs_the_baseline_once_as_its_control(promoted):
     parent = _parent(client, manifest["sweep_id"])
     tags = parent.data.tags
     assert tags["silas.control"] == "scorer=weights"
-    assert {"silas.verdict.scorer_heuristic", "silas.verdict.scorer_prompt"} <= set(tags)
-    assert "silas.verdict.scorer_weights" not in tags  # never against itself
+    assert {"silas.verdict.heuristic", "silas.verdict.prompt"} <= set(tags)  # short names
+    assert "silas.verdict.weights" not in tags  # never against itself
     first_line = tags["mlflow.note.content"].splitlines()[0]
     promoted_run = _parent(client, first["sweep_id"]).info.run_id
     assert "Control: **scorer=weights**, the suite's promoted baseline" in first_line
