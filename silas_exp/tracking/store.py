@@ -217,6 +217,9 @@ class MlflowStore:
     def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
         self._lock.run(self.client.set_experiment_tag, experiment_id, key, value)
 
+    def delete_experiment_tag(self, experiment_id: str, key: str) -> None:
+        self._lock.run(self.client.delete_experiment_tag, experiment_id, key)
+
     def experiment_tags(self, experiment_id: str) -> dict[str, str]:
         return dict(self.client.get_experiment(experiment_id).tags)
 
