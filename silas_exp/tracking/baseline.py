@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from silas_exp.errors import AnalysisError
+from silas_exp.metrics.names import chart_names, safe_name
 from silas_exp.records import write_bytes_atomic
 from silas_exp.schema.baseline import (
     BASELINE_FILE,
@@ -142,8 +143,10 @@ def resolve(reader: Reader, source: str, variant: str | None) -> Study:
     variants = sorted({c.data.tags.get("silas.variant", "") for c in children})
     if not variant:
         tags = parent.data.tags if parent else {}
-        verdicts = {v: tags[key] for v in variants
-                    if (key := "silas.verdict." + v.replace(",", ".").replace("=", "_")) in tags}
+        short = chart_names(variants)  # as the parent run names its verdict tags
+        verdicts = {v: tags.get(f"silas.verdict.{short[v]}") or tags[f"silas.verdict.{safe_name(v)}"]
+                    for v in variants if {f"silas.verdict.{short[v]}",
+                                          f"silas.verdict.{safe_name(v)}"} & set(tags)}
         shipped = [v for v, outcome in verdicts.items() if outcome == "ship"]
         raise AnalysisError(
             f"study {sweep_id} has the variants {variants}"

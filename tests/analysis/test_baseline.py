@@ -271,3 +271,24 @@ def test_a_demotion_that_completes(tmp_path):
     assert entry["suite"] == "s" and entry["suite_version"] == "1.0.0"
     calls = (tmp_path / "mlflow_calls.txt").read_text().split()
     assert calls.index("set_experiment_tag") < calls.index("delete_experiment_tag")
+
+
+def test_a_study_named_without_its_variant_lists_the_verdicts_of_its_parent_run():
+    from types import SimpleNamespace as NS
+
+    from silas_exp.errors import AnalysisError
+    from silas_exp.tracking.baseline import resolve
+
+    def run(tags):
+        return NS(info=NS(run_id="p" * 32, status="FINISHED", start_time=1), data=NS(tags=tags))
+
+    parent = run({"silas.kind": "sweep", "silas.sweep_id": "abc",
+                  "silas.verdict.weights": "ship", "silas.verdict.prompt": "inconclusive"})
+    children = [run({"silas.variant": v}) for v in
+                ("scorer=heuristic", "scorer=weights", "scorer=prompt")]
+    reader = NS(sweep_runs=lambda sweep_id: (parent, children))
+    with pytest.raises(AnalysisError) as err:
+        resolve(reader, "abc", None)
+    text = str(err.value)
+    assert "(verdicts: {'scorer=prompt': 'inconclusive', 'scorer=weights': 'ship'})" in text
+    assert text.endswith("`silas-exp baseline promote abc scorer=weights`")
