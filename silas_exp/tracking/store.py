@@ -203,7 +203,8 @@ class MlflowStore:
                 run = self.get_run(run_id)
                 name = run.info.run_name.removesuffix(BASELINE_NAME_MARK)
                 variant = run.data.tags.get("silas.baseline_variant")  # a study's promoted variant
-                names[run_id] = f"{variant} of {name.split(' ')[0]}" if variant and \
+                study = next((w for w in name.split() if w.startswith("sweep-")), name)
+                names[run_id] = f"{variant} of {study}" if variant and \
                     run.data.tags.get("silas.kind") == "sweep" else name
         note = experiment_note(experiment_id, tags, tags.get(NOTE, ""), names)
         if note != tags.get(NOTE):

@@ -109,7 +109,7 @@ def test_baseline_and_regress_show_on_the_runs(readme):
         "**Baseline:** `scorer=weights` of this study is the current baseline of suite `smoke`")
     assert now.data.tags["silas.baseline_variant"] == "scorer=weights"
     note = client.get_experiment(exp.experiment_id).tags["mlflow.note.content"]
-    sweep = parent.info.run_name.split(" ")[0]
+    sweep = f"sweep-{parent.data.tags['silas.sweep_id']}"  # the name opens with its verdicts
     assert note.startswith(f"Baseline of suite smoke: scorer=weights of {sweep} "
                            f"(run {parent.info.run_id[:8]}, ")  # the list shows this line
     assert f"#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}{RUNS_VIEW}" in note
