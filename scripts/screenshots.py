@@ -81,9 +81,8 @@ def _promote_and_regress(work: Path) -> None:
     pick = {r.data.tags.get("silas.variant"): r.info.run_id for r in runs}
     suite_dir = work / "suites" / "default"
     shutil.copytree(REPO / "suites" / "default", suite_dir)
-    cli = ["--tracking-uri", uri]
-    _run("silas_exp.cli.main", ["baseline", "promote", pick["scorer=weights"],
-                                "--suite-dir", str(suite_dir), *cli])
+    cli = ["--tracking-uri", uri, "--suite-dir", str(suite_dir)]  # the suite's copy, not REPO's
+    _run("silas_exp.cli.main", ["baseline", "promote", pick["scorer=weights"], *cli])
     _run("silas_exp.cli.main", ["regress", pick["scorer=online"], *cli], ok=(0, 1))
 
 

@@ -12,6 +12,15 @@ on 127.0.0.1 and takes 1280×800 PNGs in headless Chromium
 * ``regress_result.png``       the checked study's parent run: the regression decision first
 
     python scripts/screenshots_baseline.py PROJECT_FOLDER [--out docs/img]
+
+A project folder of that workflow (W, with a copy of ``suites/default``; run from
+the repository root with ``SILAS_EXP_ROOT=$W``, ``P="paths.root=$W
+paths.suites=$W/suites paths.cache=$W/cache"``, ``URI=sqlite:///$W/mlruns/mlflow.db``)::
+
+    python -m silas_exp -m scorer=weights,prompt,online $P hydra.sweep.dir=$W/first
+    silas-exp baseline promote FIRST_SWEEP_ID scorer=weights --tracking-uri $URI --suite-dir $W/suites/default
+    python -m silas_exp -m scorer=prompt,online $P hydra.sweep.dir=$W/second
+    silas-exp regress SECOND_SWEEP_ID scorer=prompt --tracking-uri $URI --suite-dir $W/suites/default
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ The end of the sweep (silas_exp.run.sweep_end) puts it in the sweep's
 from __future__ import annotations
 
 import math
-import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -15,6 +14,7 @@ from silas_exp.analysis.columns import data_table
 from silas_exp.analysis.decision import verdict_counts
 from silas_exp.analysis.report import decision_lines, paired_table, verdict_lines, verdict_rule
 from silas_exp.analysis.result import AblationResult, Comparison
+from silas_exp.metrics.names import chart_names
 from silas_exp.metrics.numbers import rounded
 from silas_exp.metrics.registry import spec
 from silas_exp.stats import Outcome
@@ -22,9 +22,6 @@ from silas_exp.stats import Outcome
 ARTIFACTS = ("ablation.html",)  # ablation.md and the plots are logged with the sweep
 STATS_TABLE = "ablation_table.json"  # per-variant statistics, logged with log_table
 PARENT_METRICS = 30  # a sweep's parent run: a handful of charts, not one per statistic
-
-_UNSAFE = re.compile(r"[^\w.\- /]")
-
 
 @dataclass
 class ParentReport:
@@ -36,11 +33,6 @@ class ParentReport:
     description: str | None = None
     artifacts: list[str] = field(default_factory=list)
     tables: dict[str, dict[str, list]] = field(default_factory=dict)  # name -> columns
-
-
-def safe_name(variant: str) -> str:
-    """A variant as an MLflow key part: "scorer=weights,eviction=x" -> "scorer_weights.eviction_x"."""
-    return _UNSAFE.sub("_", variant.replace(",", ".").replace("=", "_"))
 
 
 def sweep_params(command: str, swept: list[str], added_control: str | None) -> dict[str, str]:
@@ -83,16 +75,6 @@ def in_margins(c: Comparison) -> float:
     """The difference as a share of the margin, below zero when worse."""
     sign = -1.0 if spec(c.metric).direction == "lower" else 1.0
     return sign * float(c.delta) / c.margin
-
-
-def chart_names(variants: list[str]) -> dict[str, str]:
-    """Variants by their values ("scorer=online" -> "online"), so a metric's
-    name shows the variant before the UI cuts it; the full name if two collide."""
-    short = {v: safe_name("_".join(p.partition("=")[2] or p for p in v.split(",")))
-             for v in variants}
-    if len(set(short.values())) < len(short):
-        return {v: safe_name(v) for v in variants}
-    return short
 
 
 def parent_summary(r: AblationResult, swept: list[str] | None = None,

@@ -260,16 +260,20 @@ def register(sub, default_uri) -> None:
     p = add("report", cmd_report, "markdown report of one run")
     p.add_argument("run")
 
-    p = add("baseline", cmd_baseline, "promote or show the baseline of a suite")
-    p.add_argument("action", choices=["promote", "show"])
+    p = add("baseline", cmd_baseline, "promote, demote or show the baseline of a suite")
+    p.add_argument("action", choices=["promote", "demote", "show"])
     p.add_argument("run", nargs="?", metavar="SWEEP_OR_RUN",
-                   help="a study (sweep id or parent run), a job run, or a plain run of the suite")
+                   help="promote: a study (sweep id or parent run), a job run, or a plain run "
+                        "of the suite")
     p.add_argument("variant", nargs="?", help="the study's variant to promote (scorer=weights)")
-    p.add_argument("--suite", default="default")
+    p.add_argument("--suite", help="suite name (default: --suite-dir's, else default)")
     p.add_argument("--prefix", default="silas")
     p.add_argument("--experiment", help="experiment name (default: $MLFLOW_EXPERIMENT_NAME, "
                                         "else <prefix>-<suite>)")
-    p.add_argument("--suite-dir", help="suite folder for baseline.json (default: the run's suite.path)")
+    p.add_argument("--suite-dir", help="suite folder for baseline.json (promote: default the "
+                                       "run's suite; demote: default the folder of the run the "
+                                       "experiment's pointer names; show: its full history)")
+    p.add_argument("--reason", help="demote: why the baseline goes (kept in its history)")
 
     p = add("regress", cmd_regress, "check a study's variant or a configuration against the "
             "suite's baseline (exit 1 unless no regression)")

@@ -1,4 +1,4 @@
-"""The gate subcommands of ``silas-exp``: promote or show a suite's baseline,
+"""The gate subcommands of ``silas-exp``: promote, demote or show a suite's baseline,
 and check a study's variant or a configuration against it (``regress``).
 Registered with the other analysis commands by silas_exp.cli.analysis."""
 
@@ -12,9 +12,22 @@ from silas_exp.cli.store import reader as _reader
 from silas_exp.errors import AnalysisError, RegressionFound
 
 
-def _experiment_name(args) -> str:
+def _experiment_name(args, suite: str | None = None) -> str:
     """--experiment, else MLFLOW_EXPERIMENT_NAME, else the suite's own experiment."""
-    return args.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or f"{args.prefix}-{args.suite}"
+    return (args.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME")
+            or f"{args.prefix}-{suite or args.suite or 'default'}")
+
+
+def _suite_name(args) -> str:
+    """--suite, else the name in --suite-dir's suite.json, else "default"."""
+    if args.suite:
+        return args.suite
+    if args.suite_dir:
+        try:
+            return json.loads((Path(args.suite_dir) / "suite.json").read_text())["name"]
+        except (OSError, ValueError, KeyError):
+            return Path(args.suite_dir).name
+    return "default"
 
 
 def cmd_baseline(args) -> int:
@@ -32,8 +45,54 @@ def cmd_baseline(args) -> int:
         print(f"  promoted from run {record.source_run_id}"
               + (f" (study {record.sweep_id})" if record.sweep_id else "")
               + f"; later studies run `{' '.join(record.overrides)}` as their control")
+    elif args.action == "demote":
+        return _demote(args, reader)
     else:
-        print(json.dumps(baseline.show(reader, _experiment_name(args), args.suite), indent=1))
+        suite = _suite_name(args)
+        print(json.dumps(baseline.show(reader, _experiment_name(args, suite), suite,
+                                       Path(args.suite_dir) if args.suite_dir else None), indent=1))
+    return 0
+
+
+def _demote(args, reader) -> int:
+    """``baseline demote``: the suite's baseline.json (--suite-dir, else the folder of
+    the run the experiment's pointer names) and the experiment it was promoted in."""
+    from silas_exp.analysis.baseline import read_baseline
+    from silas_exp.tracking import baseline
+
+    if args.run or args.variant:
+        raise AnalysisError("baseline demote takes no run: it demotes the suite's current "
+                            "baseline (`silas-exp baseline demote --suite-dir suites/default "
+                            "--reason TEXT`)")
+    if not (args.reason or "").strip():
+        raise AnalysisError("baseline demote needs --reason TEXT: why the baseline goes (kept in "
+                            "its history with who and when)")
+    suite_dir = Path(args.suite_dir) if args.suite_dir else None
+    record = read_baseline(suite_dir) if suite_dir else None
+    suite = record.suite if record is not None else _suite_name(args)
+    exp = reader.experiment_by_name(_experiment_name(args, suite))
+    exp_id = (record.experiment_id if record is not None and record.experiment_id
+              else exp.experiment_id if exp is not None else None)
+    try:
+        pointed = baseline.pointer(reader, exp_id, suite) if exp_id is not None else None
+    except Exception:  # noqa: BLE001  (MLflow's "no experiment with id …")
+        raise AnalysisError(f"the baseline of suite {suite!r} was promoted in experiment id "
+                            f"{exp_id}, which {reader.uri} does not hold; pass the --tracking-uri "
+                            "of the store it was promoted in") from None
+    if suite_dir is None:
+        if not pointed:
+            raise AnalysisError(f"no baseline of suite {suite!r} in experiment "
+                                f"{_experiment_name(args, suite)!r}; pass --suite-dir with the "
+                                "suite folder whose baseline.json to demote")
+        suite_dir = baseline._suite_dir(reader.run(pointed))
+        record = read_baseline(suite_dir)
+    entry = baseline.demote(reader, suite_dir, record, args.reason.strip(), suite=suite,
+                            exp_id=exp_id, pointed=pointed)
+    print(f"suite {suite!r} has no baseline now: run {entry['run_id']}"
+          + (f" (`{entry['variant']}`)" if entry.get("variant") else "")
+          + f" demoted by {entry['by']}: {entry['reason']}")
+    print(f"  {suite_dir / 'baseline.json'} removed (the record stays on the run as baseline.json); "
+          "later studies run the §19.5 control; `silas-exp baseline promote` sets a new one")
     return 0
 
 
@@ -150,8 +209,14 @@ def record_jobs(record):
 
 def _baseline_of(record, suite_dir: Path):
     if record is None:
-        raise AnalysisError(f"{suite_dir}: no baseline.json; promote one first: `silas-exp "
-                            "baseline promote SWEEP scorer=weights`")
+        from silas_exp.schema.baseline import read_history
+
+        last = (read_history(suite_dir) or [{}])[-1]
+        why = (f" (run {last.get('run_id', '')[:8]}, the last one, was demoted "
+               f"{str(last.get('demoted_at', ''))[:16]} UTC by {last.get('by')}: {last.get('reason')})"
+               if last.get("action") == "demote" else "")
+        raise AnalysisError(f"no baseline: promote one first. {suite_dir} has no baseline.json"
+                            f"{why}; `silas-exp baseline promote SWEEP scorer=weights`")
     return record
 
 

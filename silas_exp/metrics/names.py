@@ -57,3 +57,23 @@ def labelled_cost(metrics: dict[str, float], simulated: bool) -> dict[str, float
     if not simulated:
         return metrics
     return {(k + SIMULATED if k in COST_KEYS else k): v for k, v in metrics.items()}
+
+
+_UNSAFE = re.compile(r"[^\w.\- /]")
+
+
+def safe_name(variant: str) -> str:
+    """A variant as an MLflow key part: "scorer=weights,eviction=x" -> "scorer_weights.eviction_x"."""
+    return _UNSAFE.sub("_", variant.replace(",", ".").replace("=", "_"))
+
+
+def chart_names(variants: list[str]) -> dict[str, str]:
+    """Variants by their values ("scorer=online" -> "online"), so a metric's
+    name shows the variant before the UI cuts it; the full name if two collide.
+    A study's parent run names its ``silas.verdict.<name>`` tags and
+    ``margins.<name>.<metric>`` metrics so."""
+    short = {v: safe_name("_".join(p.partition("=")[2] or p for p in v.split(",")))
+             for v in variants}
+    if len(set(short.values())) < len(short):
+        return {v: safe_name(v) for v in variants}
+    return short

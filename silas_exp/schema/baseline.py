@@ -12,8 +12,10 @@ reads the first baselines (``first_format``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -100,6 +102,24 @@ class BaselineRecord(_Strict):
         return (f"`{self.name}` on suite `{self.suite}` v{self.suite_version}: {len(self.cases())} "
                 f"cases x {len(self.repeats())} repeat(s) ({n} case results, {len(self.jobs)} "
                 f"job(s)), seed {self.seed}, code {(self.git_revision or 'unknown')[:12]}")
+
+
+def read_history(suite_dir: Path | str) -> list[dict[str, Any]]:
+    """The suite's promotions and demotions, oldest first (``baseline_history.jsonl``,
+    one JSON object a line, appended by silas_exp.tracking.baseline). A line
+    that is not a whole JSON object (an append cut short) is left out."""
+    path = Path(suite_dir) / HISTORY_FILE
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
 
 
 def first_format(data: dict[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,14 @@ Where it is kept:
   version and sits on a page of its own, away from the experiment's runs.
 * The history of promotions and demotions: ``suites/<suite>/baseline_history.jsonl``
   (all of it) and the experiment tag ``silas.baseline.<suite>.history`` (recent).
+
+``demote`` takes the suite's baseline away without a successor: ``baseline.json``
+is removed (its commit point; the record stays on its run as the artifact), then
+MLflow follows: the run loses its mark and says who demoted it, when and why,
+the history gets the entry, and the experiment's pointer goes last, so a
+demotion killed after the commit point is finished by demoting again (it
+finds the run by the pointer). With no ``baseline.json`` a later study runs the
+§19.5 control and ``regress`` asks for a promotion.
 """
 
 from __future__ import annotations
@@ -32,10 +40,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from silas_exp.errors import AnalysisError
+from silas_exp.metrics.names import chart_names, safe_name
 from silas_exp.records import write_bytes_atomic
 from silas_exp.schema.baseline import (
     BASELINE_FILE,
@@ -43,10 +53,11 @@ from silas_exp.schema.baseline import (
     BaselineJob,
     BaselineRecord,
     config_overrides,
+    read_history,
 )
 from silas_exp.tracking.payload import BASELINE_NAME_MARK as NAME_MARK
 from silas_exp.tracking.payload import baseline_key, user_name
-from silas_exp.tracking.permissions import require_promote
+from silas_exp.tracking.permissions import require_demote, require_promote
 from silas_exp.tracking.reader import Reader
 
 LEGACY_POINTER = "silas.baseline_run_id"  # experiment tag of stores from before per-suite keys
@@ -132,8 +143,10 @@ def resolve(reader: Reader, source: str, variant: str | None) -> Study:
     variants = sorted({c.data.tags.get("silas.variant", "") for c in children})
     if not variant:
         tags = parent.data.tags if parent else {}
-        verdicts = {v: tags[key] for v in variants
-                    if (key := "silas.verdict." + v.replace(",", ".").replace("=", "_")) in tags}
+        short = chart_names(variants)  # as the parent run names its verdict tags
+        verdicts = {v: tags.get(f"silas.verdict.{short[v]}") or tags[f"silas.verdict.{safe_name(v)}"]
+                    for v in variants if {f"silas.verdict.{short[v]}",
+                                          f"silas.verdict.{safe_name(v)}"} & set(tags)}
         shipped = [v for v, outcome in verdicts.items() if outcome == "ship"]
         raise AnalysisError(
             f"study {sweep_id} has the variants {variants}"
@@ -271,13 +284,89 @@ def _demote_others(reader: Reader, exp_id: str, suite: str, run_id: str, now: st
         [exp_id], filter_string=f"tags.`silas.baseline` = 'true' and tags.`silas.suite` = '{suite}'")
     others = [r for r in runs if r.info.run_id != run_id]
     for r in others:
-        old = r.info.run_id
-        reader.store.log(old, tags={"silas.baseline": "false", "silas.baseline_demoted_at": now,
-                                    "silas.baseline_superseded_by": run_id,
-                                    "mlflow.runName": _named(r.info.run_name, False)})
-        reader.store.note_first(old, f"{MARK} former baseline of suite `{suite}`, replaced by run "
-                                f"`{run_id}` on {now[:16]} UTC.", MARK)
+        _unmark(reader, r, {"silas.baseline_demoted_at": now, "silas.baseline_superseded_by": run_id},
+                f"former baseline of suite `{suite}`, replaced by run `{run_id}` on {now[:16]} UTC.")
     return [r.info.run_id for r in others]
+
+
+def _unmark(reader: Reader, run: Any, tags: dict[str, str], line: str) -> None:
+    """A former baseline run: tagged ``silas.baseline=false`` with ``tags``, its
+    name without the mark, ``line`` first in its description."""
+    reader.store.log(run.info.run_id, tags={"silas.baseline": "false", **tags,
+                                            "mlflow.runName": _named(run.info.run_name, False)})
+    reader.store.note_first(run.info.run_id, f"{MARK} {line}", MARK)
+
+
+def pointer(reader: Reader, exp_id: str, suite: str) -> str | None:
+    """The run the experiment's pointer names as ``suite``'s baseline, if any."""
+    tags = reader.store.experiment_tags(exp_id)
+    return tags.get(baseline_key(suite)) or tags.get(LEGACY_POINTER) or None
+
+
+def demote(reader: Reader, suite_dir: Path, record: BaselineRecord | None, reason: str, *,
+           suite: str, exp_id: str | None, pointed: str | None = None) -> dict[str, Any]:
+    """Take ``suite``'s baseline away (see the module's docstring); returns the
+    history entry. ``record``: the suite's ``baseline.json`` as read; None when a
+    demotion killed after its commit point removed it, and this one finishes
+    MLflow's side for the run the pointer still names (``pointed``)."""
+    run_id = record.source_run_id if record is not None else pointed
+    if not run_id:
+        raise AnalysisError(f"suite {suite!r} has no baseline to demote: no {suite_dir / BASELINE_FILE} "
+                            "and no baseline pointer on its experiment (`silas-exp baseline show "
+                            "--suite-dir DIR` lists its history)")
+    if exp_id is not None:
+        require_demote(reader.uri, exp_id)  # before anything is written
+    entry = {"action": "demote", "run_id": run_id,
+             "variant": record.variant if record is not None else _tag(reader, run_id,
+                                                                        "silas.baseline_variant"),
+             "overrides": record.overrides if record is not None else None,
+             "sweep_id": record.sweep_id if record is not None else None,
+             "demoted_at": datetime.now(UTC).isoformat(), "by": user_name(), "reason": reason}
+    if record is not None:
+        (suite_dir / BASELINE_FILE).unlink()  # the commit point: no baseline from here on
+    _unpoint(reader, exp_id, suite, entry, suite_dir,
+             record.suite_version if record is not None else None)
+    return entry
+
+
+def _tag(reader: Reader, run_id: str, key: str) -> str | None:
+    try:
+        return reader.run(run_id).data.tags.get(key)
+    except Exception:  # noqa: BLE001  (a run deleted from the store: its history entry says less)
+        return None
+
+
+def _unpoint(reader: Reader, exp_id: str | None, suite: str, entry: dict[str, Any],
+             suite_dir: Path, suite_version: str | None) -> None:
+    """MLflow's side of a demotion and the history; the pointer goes last. Each
+    step can run twice (a demotion repeated after a kill): the history gets
+    one entry per demotion."""
+    def repeated(history: list[dict[str, Any]]) -> bool:
+        return bool(history) and history[-1].get("action") == "demote" \
+            and history[-1].get("run_id") == entry["run_id"]
+
+    run_id, now, who = entry["run_id"], entry["demoted_at"], entry["by"]
+    tags = reader.store.experiment_tags(exp_id) if exp_id is not None else {}
+    if exp_id is not None:
+        marked = reader.store.search_runs([exp_id], filter_string=(
+            f"tags.`silas.baseline` = 'true' and tags.`silas.suite` = '{suite}'"))
+        for r in marked:
+            _unmark(reader, r, {"silas.baseline_demoted_at": now, "silas.baseline_demoted_by": who,
+                                "silas.baseline_demoted_reason": entry["reason"][:5000]},
+                    f"former baseline of suite `{suite}`, demoted on {now[:16]} UTC by {who}: "
+                    f"{entry['reason']}. The suite has no baseline now: later studies run the "
+                    "§19.5 control and `silas-exp regress` needs a new promotion.")
+        history = json.loads(tags.get(history_key(suite), "[]"))
+        if not repeated(history):
+            reader.set_experiment_tag(exp_id, history_key(suite), _bounded([*history, entry]))
+    if not repeated(read_history(suite_dir)):
+        with open(suite_dir / HISTORY_FILE, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({**entry, "suite": suite, "suite_version": suite_version}) + "\n")
+    if exp_id is not None:
+        for key in (baseline_key(suite), LEGACY_POINTER):
+            if tags.get(key) == run_id:
+                reader.store.delete_experiment_tag(exp_id, key)
+        reader.store.refresh_experiment_note(exp_id)
 
 
 def _named(name: str | None, baseline: bool) -> str:
@@ -296,12 +385,21 @@ def current_baseline(reader: Reader, experiment_name: str, suite: str) -> str:
     return run_id
 
 
-def show(reader: Reader, experiment_name: str, suite: str) -> dict[str, Any]:
-    run_id = current_baseline(reader, experiment_name, suite)
+def show(reader: Reader, experiment_name: str, suite: str,
+         suite_dir: Path | None = None) -> dict[str, Any]:
+    """The suite's current baseline run (None after a demotion) and its history
+    of promotions and demotions: all of it from ``suite_dir``'s history file,
+    else the recent part the experiment keeps."""
     exp = reader.experiment_by_name(experiment_name)
-    return {"run_id": run_id, "history": json.loads(exp.tags.get(history_key(suite), "[]")),
-            "tags": {k: v for k, v in reader.run(run_id).data.tags.items() if k.startswith("silas.")}}
+    tags = exp.tags if exp is not None else {}
+    run_id = tags.get(baseline_key(suite)) or tags.get(LEGACY_POINTER) or None
+    history = read_history(suite_dir) if suite_dir else json.loads(tags.get(history_key(suite), "[]"))
+    if run_id is None and not history:
+        current_baseline(reader, experiment_name, suite)  # raises: nothing promoted, ever
+    run_tags = reader.run(run_id).data.tags if run_id else {}
+    return {"suite": suite, "run_id": run_id, "history": history,
+            "tags": {k: v for k, v in run_tags.items() if k.startswith("silas.")}}
 
 
-__all__ = ["MARK", "build_record", "current_baseline", "promote", "record_check", "resolve",
-           "show", "study_overrides"]
+__all__ = ["MARK", "build_record", "current_baseline", "demote", "pointer", "promote",
+           "record_check", "resolve", "show", "study_overrides"]

@@ -70,17 +70,38 @@ def baseline_pointers(tags: Mapping[str, str]) -> dict[str, str]:
             if key.startswith("silas.baseline.") and not key.endswith(".history") and run_id}
 
 
+def _last_changes(tags: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """suite -> the last entry of its baseline history (``silas.baseline.<suite>.history``)."""
+    out = {}
+    for key, text in sorted(tags.items()):
+        if key.startswith("silas.baseline.") and key.endswith(".history"):
+            try:
+                history = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(history, list) and history and isinstance(history[-1], dict):
+                out[key.removeprefix("silas.baseline.").removesuffix(".history")] = history[-1]
+    return out
+
+
 def experiment_note(experiment_id: str, tags: Mapping[str, str], previous: str = "",
                     names: Mapping[str, str] | None = None) -> str:
     """The experiment's description (``mlflow.note.content``; the experiments
     list shows its first line as plain text): each suite's current baseline
-    (``names``: run id -> run name), then a link to the runs view. Text a user
+    (``names``: run id -> run name) or, after a demotion, who demoted it, when
+    and why, then a link to the runs view. Text a user
     wrote after silas_exp's part is kept."""
     names = names or {}
+    pointers = baseline_pointers(tags)
     lines = [f"Baseline of suite {suite}: {names.get(run_id, 'run')} (run {run_id[:8]}, "
              f"[open]({ui_path(experiment_id, run_id)}))."
-             for suite, run_id in baseline_pointers(tags).items()] \
-        or ["No baseline promoted yet (silas-exp baseline promote RUN)."]
+             for suite, run_id in pointers.items()]
+    lines += [f"No baseline of suite {suite}: run {last['run_id'][:8]} was demoted "
+              f"{str(last.get('demoted_at', ''))[:10]} by {last.get('by')} ({last.get('reason')}); "
+              "silas-exp baseline promote RUN sets one."
+              for suite, last in _last_changes(tags).items()
+              if suite not in pointers and last.get("action") == "demote" and last.get("run_id")]
+    lines = lines or ["No baseline promoted yet (silas-exp baseline promote RUN)."]
     lines.append(f"[Open the runs view]({ui_path(experiment_id)}): the plain experiment page "
                  "opens MLflow's GenAI view.")
     own = "  \n".join(lines) + f"\n{NOTE_END}"

@@ -16,9 +16,9 @@ Two checks, each one request or two, made before work that would be lost:
 
 A server without the basic-auth app, and every local store, has no users:
 both checks pass. The rules: a sweep needs ``EDIT`` on its experiment (it
-creates runs and logs to them); promoting a baseline needs ``MANAGE``, because
-the baseline is the team's control and ``EDIT`` is what every member's sweep
-needs (see docs/operations.md, "A team server").
+creates runs and logs to them); promoting or demoting a baseline needs
+``MANAGE``, because the baseline is the team's control and ``EDIT`` is what
+every member's sweep needs (see docs/operations.md, "A team server").
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from silas_exp.errors import TrackingError
 
 SWEEP = "EDIT"  # create runs, log metrics, artifacts, tags and dataset inputs
-PROMOTE = "MANAGE"  # move the experiment's baseline pointer (the team's control)
+PROMOTE = "MANAGE"  # move or clear the experiment's baseline pointer (the team's control)
 # MLflow's permissions, weakest first (mlflow.server.auth.permissions)
 RANK = {"NO_PERMISSIONS": 0, "DENY": 0, "READ": 1, "USE": 2, "EDIT": 3, "MANAGE": 4}
 CREDENTIALS = ("MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN, "
@@ -167,11 +167,16 @@ def refused(uri: str, call: str) -> TrackingError:
     permission was revoked meanwhile, or a command writes where its user may only read."""
     return TrackingError(
         f"tracking server {uri} refused {call} (403 Permission denied): this user needs "
-        f"{SWEEP} on the experiment ({PROMOTE} to promote a baseline). A server admin, or a user "
-        "with MANAGE on that experiment, can grant it; commands that can skip writing "
+        f"{SWEEP} on the experiment ({PROMOTE} to promote or demote a baseline). A server admin, "
+        "or a user with MANAGE on that experiment, can grant it; commands that can skip writing "
         "(`silas-exp regress --no-log`, `silas-exp ablation` without --log) need only READ.")
 
 
 def require_promote(uri: str, exp_id: str) -> None:
     """Promotion's rule: MANAGE on the run's experiment (see the module's docstring)."""
     require(uri, exp_id, PROMOTE, "promote a baseline (the team's control)", by_id=True)
+
+
+def require_demote(uri: str, exp_id: str) -> None:
+    """Demotion's rule, promotion's: taking the team's control away is the same decision."""
+    require(uri, exp_id, PROMOTE, "demote a baseline (the team's control)", by_id=True)

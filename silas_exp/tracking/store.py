@@ -203,7 +203,8 @@ class MlflowStore:
                 run = self.get_run(run_id)
                 name = run.info.run_name.removesuffix(BASELINE_NAME_MARK)
                 variant = run.data.tags.get("silas.baseline_variant")  # a study's promoted variant
-                names[run_id] = f"{variant} of {name.split(' ')[0]}" if variant and \
+                study = next((w for w in name.split() if w.startswith("sweep-")), name)
+                names[run_id] = f"{variant} of {study}" if variant and \
                     run.data.tags.get("silas.kind") == "sweep" else name
         note = experiment_note(experiment_id, tags, tags.get(NOTE, ""), names)
         if note != tags.get(NOTE):
@@ -216,6 +217,9 @@ class MlflowStore:
 
     def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
         self._lock.run(self.client.set_experiment_tag, experiment_id, key, value)
+
+    def delete_experiment_tag(self, experiment_id: str, key: str) -> None:
+        self._lock.run(self.client.delete_experiment_tag, experiment_id, key)
 
     def experiment_tags(self, experiment_id: str) -> dict[str, str]:
         return dict(self.client.get_experiment(experiment_id).tags)

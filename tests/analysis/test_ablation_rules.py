@@ -139,7 +139,8 @@ def test_too_few_cases_decide_nothing():
 
 def test_parent_summary_and_html_carry_the_verdicts(tmp_path):
     from silas_exp.analysis.html import ablation_html
-    from silas_exp.analysis.parent import parent_summary, safe_name
+    from silas_exp.analysis.parent import parent_summary
+    from silas_exp.metrics.names import safe_name
 
     worse = [q - 0.1 for q in BASE]
     res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=worse": worse}))

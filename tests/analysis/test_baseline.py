@@ -170,3 +170,125 @@ def test_a_promotion_that_completes_replaces_it(tmp_path):
     history = [json.loads(x) for x in (tmp_path / "baseline_history.jsonl").read_text().splitlines()]
     assert [h["action"] for h in history] == ["promote"] and history[0]["variant"] == "scorer=weights"
     assert not list(tmp_path.glob("*.tmp"))
+
+
+_DEMOTE = textwrap.dedent("""
+    import json, sys, time
+    from pathlib import Path
+    from types import SimpleNamespace as NS
+
+    from silas_exp.analysis.baseline import read_baseline
+    from silas_exp.tracking import baseline
+
+    suite_dir, where = Path(sys.argv[1]), sys.argv[2]
+    calls = open(suite_dir / "mlflow_calls.txt", "a")
+    pointed = "a" * 32  # the experiment's pointer names the baseline's run
+
+    class Store:
+        def experiment_tags(self, exp_id):
+            return {"silas.baseline.s": pointed}
+        def __getattr__(self, name):
+            def call(*args, **kwargs):
+                calls.write(name + "\\n"); calls.flush()
+                return []
+            return call
+
+    class Reader:
+        store = Store()
+        uri = "sqlite:///unused.db"  # a local store: no server permission to check
+        def run(self, run_id):
+            return NS(data=NS(tags={"silas.baseline_variant": "scorer=heuristic"}))
+        def set_experiment_tag(self, *args): calls.write("set_experiment_tag\\n"); calls.flush()
+
+    real = Path.unlink
+    def unlink(self, missing_ok=False):  # stop just before, or just after, the removal
+        if where == "before-unlink":
+            print("stopped", flush=True); time.sleep(120)
+        real(self, missing_ok=missing_ok)
+        if where == "after-unlink":
+            print("stopped", flush=True); time.sleep(120)
+    Path.unlink = unlink
+    baseline.demote(Reader(), suite_dir, read_baseline(suite_dir), "judge changed", suite="s",
+                    exp_id="1", pointed=pointed)
+    print("done", flush=True)
+""")
+
+
+def _demote(tmp_path, where):
+    return subprocess.Popen([sys.executable, "-c", _DEMOTE, str(tmp_path), where], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def _killed(proc) -> None:
+    try:
+        assert proc.stdout.readline().strip() == "stopped"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def _history(folder: Path) -> list[dict]:
+    path = folder / "baseline_history.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_demotion_killed_before_its_commit_point_leaves_the_baseline_whole(tmp_path):
+    before = _record("scorer=heuristic").model_dump_json()
+    (tmp_path / "baseline.json").write_text(before)
+    _killed(_demote(tmp_path, "before-unlink"))
+    assert (tmp_path / "baseline.json").read_text() == before
+    assert read_baseline(tmp_path).variant == "scorer=heuristic"
+    calls = (tmp_path / "mlflow_calls.txt").read_text().split()
+    assert not {"set_experiment_tag", "delete_experiment_tag", "log"} & set(calls)
+    assert _history(tmp_path) == []
+
+
+def test_a_demotion_killed_after_it_is_demoted_and_demoting_again_finishes_it(tmp_path):
+    (tmp_path / "baseline.json").write_text(_record("scorer=heuristic").model_dump_json())
+    _killed(_demote(tmp_path, "after-unlink"))
+    assert read_baseline(tmp_path) is None  # demoted: no half state
+    assert "delete_experiment_tag" not in (tmp_path / "mlflow_calls.txt").read_text()
+    again = subprocess.run([sys.executable, "-c", _DEMOTE, str(tmp_path), "none"], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and again.stdout.strip() == "done", again.stderr[-2000:]
+    calls = (tmp_path / "mlflow_calls.txt").read_text().split()
+    assert calls[-2:] == ["delete_experiment_tag", "refresh_experiment_note"]  # the pointer last
+    [entry] = _history(tmp_path)
+    assert entry["action"] == "demote" and entry["run_id"] == "a" * 32
+    assert entry["reason"] == "judge changed" and entry["by"] and entry["demoted_at"]
+    assert entry["variant"] == "scorer=heuristic"  # from the run's tags: the file was gone
+
+
+def test_a_demotion_that_completes(tmp_path):
+    (tmp_path / "baseline.json").write_text(_record("scorer=heuristic").model_dump_json())
+    proc = subprocess.run([sys.executable, "-c", _DEMOTE, str(tmp_path), "none"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr[-2000:]
+    assert not (tmp_path / "baseline.json").exists()
+    [entry] = _history(tmp_path)
+    assert entry["variant"] == "scorer=heuristic" and entry["overrides"] == ["scorer=heuristic"]
+    assert entry["suite"] == "s" and entry["suite_version"] == "1.0.0"
+    calls = (tmp_path / "mlflow_calls.txt").read_text().split()
+    assert calls.index("set_experiment_tag") < calls.index("delete_experiment_tag")
+
+
+def test_a_study_named_without_its_variant_lists_the_verdicts_of_its_parent_run():
+    from types import SimpleNamespace as NS
+
+    from silas_exp.errors import AnalysisError
+    from silas_exp.tracking.baseline import resolve
+
+    def run(tags):
+        return NS(info=NS(run_id="p" * 32, status="FINISHED", start_time=1), data=NS(tags=tags))
+
+    parent = run({"silas.kind": "sweep", "silas.sweep_id": "abc",
+                  "silas.verdict.weights": "ship", "silas.verdict.prompt": "inconclusive"})
+    children = [run({"silas.variant": v}) for v in
+                ("scorer=heuristic", "scorer=weights", "scorer=prompt")]
+    reader = NS(sweep_runs=lambda sweep_id: (parent, children))
+    with pytest.raises(AnalysisError) as err:
+        resolve(reader, "abc", None)
+    text = str(err.value)
+    assert "(verdicts: {'scorer=prompt': 'inconclusive', 'scorer=weights': 'ship'})" in text
+    assert text.endswith("`silas-exp baseline promote abc scorer=weights`")

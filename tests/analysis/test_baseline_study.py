@@ -62,8 +62,8 @@ def test_the_next_study_runs_the_baseline_once_as_its_control(promoted):
     parent = _parent(client, manifest["sweep_id"])
     tags = parent.data.tags
     assert tags["silas.control"] == "scorer=weights"
-    assert {"silas.verdict.scorer_heuristic", "silas.verdict.scorer_prompt"} <= set(tags)
-    assert "silas.verdict.scorer_weights" not in tags  # never against itself
+    assert {"silas.verdict.heuristic", "silas.verdict.prompt"} <= set(tags)  # short names
+    assert "silas.verdict.weights" not in tags  # never against itself
     first_line = tags["mlflow.note.content"].splitlines()[0]
     promoted_run = _parent(client, first["sweep_id"]).info.run_id
     assert "Control: **scorer=weights**, the suite's promoted baseline" in first_line
@@ -80,3 +80,51 @@ def test_a_study_that_does_not_list_the_baseline_runs_it_too(promoted):
     # analysis.use_baseline=false: the §19.5 control again
     _, manifest = _sweep(tmp, "fourth", "scorer=prompt,online", "analysis.use_baseline=false")
     assert _parent(client, manifest["sweep_id"]).data.tags["silas.control"] == "scorer=heuristic"
+
+
+def test_after_a_demotion_studies_run_the_heuristic_control_and_regress_asks_for_one(promoted):
+    """Last in this file: it takes the module's baseline away."""
+    tmp, client, first = promoted
+    suite_dir = tmp / "suites" / "smoke"
+    refused = _run(tmp, "silas_exp.cli.main", "baseline", "demote", "--suite-dir", str(suite_dir))
+    assert refused.returncode != 0 and "needs --reason" in refused.stderr
+    assert (suite_dir / "baseline.json").is_file()
+    proc = _run(tmp, "silas_exp.cli.main", "baseline", "demote", "--suite-dir", str(suite_dir),
+                "--reason", "the judge changed")
+    assert proc.returncode == 0, proc.stderr
+    assert "suite 'smoke' has no baseline now" in proc.stdout
+    assert not (suite_dir / "baseline.json").exists()
+    old = _parent(client, first["sweep_id"])
+    tags = old.data.tags
+    assert tags["silas.baseline"] == "false" and tags["silas.baseline_demoted_by"]
+    assert tags["silas.baseline_demoted_reason"] == "the judge changed"
+    assert not old.info.run_name.endswith(" · baseline")
+    assert tags["mlflow.note.content"].startswith("**Baseline:** former baseline of suite `smoke`")
+    exp = client.get_experiment_by_name("silas-smoke")
+    assert "silas.baseline.smoke" not in exp.tags  # the pointer is gone
+    assert exp.tags["mlflow.note.content"].startswith(
+        f"No baseline of suite smoke: run {old.info.run_id[:8]} was demoted ")
+    history = json.loads(exp.tags["silas.baseline.smoke.history"])
+    assert [h["action"] for h in history][-2:] == ["promote", "demote"]
+    assert history[-1]["reason"] == "the judge changed" and history[-1]["by"]
+    lines = (suite_dir / "baseline_history.jsonl").read_text().splitlines()
+    assert json.loads(lines[-1])["action"] == "demote"
+    shown = _run(tmp, "silas_exp.cli.main", "baseline", "show", "--suite-dir", str(suite_dir))
+    assert shown.returncode == 0, shown.stderr
+    shown = json.loads(shown.stdout)
+    assert shown["run_id"] is None and shown["history"][-1]["action"] == "demote"
+
+    again = _run(tmp, "silas_exp.cli.main", "baseline", "demote", "--suite-dir", str(suite_dir),
+                 "--reason", "twice")
+    assert again.returncode != 0 and "has no baseline to demote" in again.stderr
+
+    out, manifest = _sweep(tmp, "after-demotion", "scorer=prompt,online")
+    assert "the suite's promoted baseline" not in out
+    parent = _parent(client, manifest["sweep_id"])
+    assert parent.data.tags["silas.control"] == "scorer=heuristic"  # §19.5 again
+    assert "silas.baseline_run_id" not in parent.data.tags
+    reg = _run(tmp, "silas_exp.cli.main", "regress", manifest["sweep_id"], "scorer=prompt",
+               "--suite-dir", str(suite_dir))
+    assert reg.returncode not in (0, 1), reg.stdout
+    assert "no baseline: promote one first" in reg.stderr
+    assert "was demoted" in reg.stderr and "the judge changed" in reg.stderr

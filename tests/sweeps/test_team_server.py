@@ -2,9 +2,9 @@
 and tracking data both there), on 127.0.0.1, with an admin, an editor and a
 reader. Unauthenticated requests are refused; the editor's sweep lands
 completely; the reader reads and analyses but their sweep is refused before
-any job; a wrong password is one paragraph, exit 2; promotion needs MANAGE; no
-password is found in the store, the artifacts, the sweep folders or the
-console. Marker ``postgres``: not in the default run."""
+any job; a wrong password is one paragraph, exit 2; promotion and demotion
+need MANAGE; no password is found in the store, the artifacts, the sweep
+folders or the console. Marker ``postgres``: not in the default run."""
 
 from __future__ import annotations
 
@@ -189,6 +189,20 @@ def test_team_server(team):
     proc = team.run("editor", [*SILAS_EXP, "regress", children[1].info.run_id,
                                "--tracking-uri", uri, "--suite-dir", str(tmp / "suites" / "smoke")])
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+
+    # 6b. demotion needs MANAGE too: the editor is refused, the admin demotes
+    demote = [*SILAS_EXP, "baseline", "demote", "--tracking-uri", uri,
+              "--suite-dir", str(tmp / "suites" / "smoke"), "--reason", "the judge changed"]
+    proc = team.run("editor", demote)
+    assert proc.returncode == 2 and "to demote a baseline" in proc.stderr, proc.stderr[-3000:]
+    assert "needs MANAGE" in proc.stderr
+    assert client.get_experiment(team.exp_id).tags["silas.baseline.smoke"] == pointer
+    assert (tmp / "suites" / "smoke" / "baseline.json").is_file()
+    proc = team.run("admin", demote)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "silas.baseline.smoke" not in client.get_experiment(team.exp_id).tags
+    assert not (tmp / "suites" / "smoke" / "baseline.json").exists()
+    assert client.get_run(pointer).data.tags["silas.baseline_demoted_reason"] == "the judge changed"
 
     # 7. no password anywhere: store (pg_dump of both databases), artifacts,
     #    sweep folders, the server's log, every console

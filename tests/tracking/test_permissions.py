@@ -109,15 +109,18 @@ def test_a_reader_is_refused_with_the_permission_experiment_and_granter(server, 
     assert USERS["ada"][0] not in text
 
 
-def test_who_may_sweep_and_who_may_promote(server, monkeypatch):
+def test_who_may_sweep_and_who_may_promote_or_demote(server, monkeypatch):
     _, uri = server
     _as(monkeypatch, "ada", USERS["ada"][0])
     preflight(uri, "mine")  # EDIT
     preflight(uri, "new-experiment")  # not there yet: its creator will manage it
     with pytest.raises(TrackingError, match=r"holds EDIT on experiment id 8 .* needs MANAGE"):
         permissions.require_promote(uri, "8")
+    with pytest.raises(TrackingError, match=r"to demote a baseline .* needs MANAGE"):
+        permissions.require_demote(uri, "8")  # taking the control away: the same decision
     _as(monkeypatch, "root", USERS["root"][0])  # an admin manages everything
     permissions.require_promote(uri, "7")
+    permissions.require_demote(uri, "7")
     assert permissions.whoami(uri) == permissions.Identity(uri, "root", True)
 
 

@@ -109,7 +109,7 @@ def test_baseline_and_regress_show_on_the_runs(readme):
         "**Baseline:** `scorer=weights` of this study is the current baseline of suite `smoke`")
     assert now.data.tags["silas.baseline_variant"] == "scorer=weights"
     note = client.get_experiment(exp.experiment_id).tags["mlflow.note.content"]
-    sweep = parent.info.run_name.split(" ")[0]
+    sweep = f"sweep-{parent.data.tags['silas.sweep_id']}"  # the name opens with its verdicts
     assert note.startswith(f"Baseline of suite smoke: scorer=weights of {sweep} "
                            f"(run {parent.info.run_id[:8]}, ")  # the list shows this line
     assert f"#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}{RUNS_VIEW}" in note
@@ -141,3 +141,10 @@ def test_links_follow_the_tracking_server_and_the_note_keeps_user_text():
     assert note.endswith(f"{NOTE_END}\n\nmy own notes")
     again = experiment_note("3", {}, note)
     assert again.startswith("No baseline promoted yet") and again.endswith("\n\nmy own notes")
+    history = [{"action": "promote", "run_id": "abcdef123456"},
+               {"action": "demote", "run_id": "abcdef123456", "demoted_at": "2026-11-27T03:00:00",
+                "by": "ada", "reason": "the judge changed"}]
+    demoted = experiment_note("3", {"silas.baseline.smoke.history": json.dumps(history)}, note)
+    assert demoted.startswith("No baseline of suite smoke: run abcdef12 was demoted 2026-11-27 by "
+                              "ada (the judge changed)")
+    assert demoted.endswith("\n\nmy own notes")
