@@ -106,7 +106,7 @@ def cmd_regress(args) -> int:
     from silas_exp.analysis.regress import NOTE_MARK, accepted_text, regress
     from silas_exp.run import regress as runs
     from silas_exp.tracking import baseline
-    from silas_exp.tracking.payload import user_name
+    from silas_exp.tracking.permissions import acting_user
 
     if bool(args.run) == bool(args.config):
         raise AnalysisError("regress checks a study (SWEEP_OR_RUN [VARIANT]) or a configuration "
@@ -146,7 +146,7 @@ def cmd_regress(args) -> int:
                      baseline_name=f"`{record.name}` (run {record.source_run_id[:8]})",
                      baseline_run_id=record.source_run_id, aa=ran.aa, latency=not record.simulated,
                      control=ran.control)
-    accepted = accepted_text(args.accept_regression, user_name()) \
+    accepted = accepted_text(args.accept_regression, acting_user(args.tracking_uri)) \
         if args.accept_regression and report.regressed else None
     md = report.markdown(accepted)
     gates = check_gates(ran.checked[0].metrics if ran.checked else {}, parse_gates(args.fail_under))
@@ -161,7 +161,7 @@ def cmd_regress(args) -> int:
         tags = {"silas.regress": "pass" if not report.regressed else
                 "regression" if report.outcome.value == "do_not_ship" else "inconclusive",
                 "silas.regress_baseline": record.source_run_id,
-                "silas.regress_at": _now(), "silas.regress_by": user_name(),
+                "silas.regress_at": _now(), "silas.regress_by": acting_user(args.tracking_uri),
                 "silas.regress_flags": report.flag_line()[:5000]}
         if accepted:
             tags["silas.regress_accepted"] = accepted[:5000]

@@ -56,8 +56,8 @@ from silas_exp.schema.baseline import (
     read_history,
 )
 from silas_exp.tracking.payload import BASELINE_NAME_MARK as NAME_MARK
-from silas_exp.tracking.payload import baseline_key, user_name
-from silas_exp.tracking.permissions import require_demote, require_promote
+from silas_exp.tracking.payload import baseline_key
+from silas_exp.tracking.permissions import acting_user, require_demote, require_promote
 from silas_exp.tracking.reader import Reader
 
 LEGACY_POINTER = "silas.baseline_run_id"  # experiment tag of stores from before per-suite keys
@@ -232,7 +232,7 @@ def build_record(reader: Reader, study: Study, suite_dir: Path) -> BaselineRecor
                "version": tags.get("judge.version") or params.get("judge.version", "1")},
         simulated=tags.get("llm.simulated", "true") == "true",
         source_run_id=study.run.info.run_id, sweep_id=study.sweep_id,
-        experiment_id=study.run.info.experiment_id, promoted_by=user_name(), jobs=jobs)
+        experiment_id=study.run.info.experiment_id, promoted_by=acting_user(reader.uri), jobs=jobs)
 
 
 def promote(reader: Reader, source: str, variant: str | None = None,
@@ -321,7 +321,7 @@ def demote(reader: Reader, suite_dir: Path, record: BaselineRecord | None, reaso
                                                                         "silas.baseline_variant"),
              "overrides": record.overrides if record is not None else None,
              "sweep_id": record.sweep_id if record is not None else None,
-             "demoted_at": datetime.now(UTC).isoformat(), "by": user_name(), "reason": reason}
+             "demoted_at": datetime.now(UTC).isoformat(), "by": acting_user(reader.uri), "reason": reason}
     if record is not None:
         (suite_dir / BASELINE_FILE).unlink()  # the commit point: no baseline from here on
     _unpoint(reader, exp_id, suite, entry, suite_dir,

@@ -99,6 +99,19 @@ def _sent(uri: str) -> str:
     return "no credentials"
 
 
+def acting_user(uri: str | None) -> str:
+    """Who a promotion, demotion or accepted regression is recorded as done
+    by: the user the team server authenticates (its credentials' username),
+    else the operating-system user."""
+    from silas_exp.tracking.payload import user_name
+
+    if is_server(uri):
+        username = getattr(_host_creds(str(uri)), "username", None)
+        if username:
+            return username
+    return user_name()
+
+
 def whoami(uri: str) -> Identity:
     """The user the server authenticates; raises TrackingError (exit 2) on 401."""
     resp = _get(uri, CURRENT_USER)

@@ -8,6 +8,7 @@ folders or the console. Marker ``postgres``: not in the default run."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -184,6 +185,8 @@ def test_team_server(team):
     pointer = client.get_experiment(team.exp_id).tags["silas.baseline.smoke"]
     assert pointer in {job_run, children[0].data.tags.get("mlflow.parentRunId")}, pointer
     assert (tmp / "suites" / "smoke" / "baseline.json").is_file()
+    promoted = json.loads((tmp / "suites" / "smoke" / "baseline.json").read_text())
+    assert promoted["promoted_by"] == "admin"  # the server's user, not the process's
 
     # 6. regress authenticates (a regression exits 1, bad input or refused credentials 2)
     proc = team.run("editor", [*SILAS_EXP, "regress", children[1].info.run_id,
@@ -203,6 +206,7 @@ def test_team_server(team):
     assert "silas.baseline.smoke" not in client.get_experiment(team.exp_id).tags
     assert not (tmp / "suites" / "smoke" / "baseline.json").exists()
     assert client.get_run(pointer).data.tags["silas.baseline_demoted_reason"] == "the judge changed"
+    assert client.get_run(pointer).data.tags["silas.baseline_demoted_by"] == "admin"
 
     # 7. no password anywhere: store (pg_dump of both databases), artifacts,
     #    sweep folders, the server's log, every console

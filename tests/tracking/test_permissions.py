@@ -152,3 +152,14 @@ def test_mlflow_credentials_file_is_read(server, monkeypatch, tmp_path):
         f"[mlflow]\nmlflow_tracking_username = ada\nmlflow_tracking_password = {USERS['ada'][0]}\n")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert permissions.whoami(uri).username == "ada"
+
+
+def test_an_action_on_a_team_server_is_recorded_as_its_authenticated_user(monkeypatch):
+    from silas_exp.tracking.payload import user_name
+    from silas_exp.tracking.permissions import acting_user
+
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "alice")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "not-logged")
+    assert acting_user("http://127.0.0.1:5999") == "alice"
+    assert acting_user("sqlite:///mlruns/mlflow.db") == user_name()  # a local store: the OS user
+    assert acting_user(None) == user_name()
