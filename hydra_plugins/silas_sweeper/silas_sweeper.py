@@ -53,7 +53,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
 from hydra_plugins.silas_sweeper._compositions import SharedCompositions
-from silas_exp.run.preflight import check_sweep
+from silas_exp.run.preflight import PER_JOB, check_sweep
 
 log = logging.getLogger(__name__)
 CHECKS = ("distinct", "all")
@@ -144,6 +144,7 @@ class SilasSweeper(BasicSweeper):
         super().__init__(max_batch_size=max_batch_size, params=params)
         self.check = check
         self.arm: Any = None  # the promoted baseline's configuration as the control arm
+        self.preflighted: set[tuple[str, ...]] = set()  # job shapes the pre-flight checked
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction,
               config: DictConfig) -> None:
@@ -161,7 +162,8 @@ class SilasSweeper(BasicSweeper):
         self.arm = baseline_arm(self.config.get("analysis") or {}, str(self.config.suite.path),
                                 Path(str(self.config.hydra.sweep.dir)))
         try:
-            check_sweep(self, arguments)  # every job's config and suite, before the first job
+            checked = check_sweep(self, arguments)  # every job's config and suite, first
+            self.preflighted = {self._loose_shape(job) for job in checked}
         except Exception:
             from silas_exp.run.sweep_folder import release_unstarted
 
@@ -230,14 +232,24 @@ class SilasSweeper(BasicSweeper):
             return True
         return bool(repository.group_exists(name.replace(".", "/")))
 
+    def _loose_shape(self, job: Sequence[str]) -> tuple[str, ...]:
+        """A job's shape without ``repeat``/``block``, the values the sweeper sets."""
+        return job_shape([o for o in job if o.partition("=")[0] not in PER_JOB], self._is_group)
+
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
+        """Compose one job of each distinct shape the pre-flight has not already
+        composed and validated (``check=all``: every job)."""
         if self.check == "all":
             return super().validate_batch_is_legal(batch)
         tic = time.perf_counter()
-        chosen = distinct_jobs(batch, self._is_group)
-        super().validate_batch_is_legal(chosen)
+        shapes = distinct_jobs(batch, self._is_group)
+        chosen = [job for job in shapes if self._loose_shape(job) not in self.preflighted]
+        if chosen:
+            super().validate_batch_is_legal(chosen)
         log.info(f"Checked {len(chosen)} distinct job config(s) for {len(batch)} jobs "
-                 f"in {time.perf_counter() - tic:.2f} s")
+                 f"in {time.perf_counter() - tic:.2f} s"
+                 + (f" ({len(shapes) - len(chosen)} checked by the pre-flight)"
+                    if len(chosen) < len(shapes) else ""))
 
     def _study(self, arguments: List[str]) -> Any:  # noqa: UP006
         """The study in rounds of this sweep: its analysis settings, sweep

@@ -136,9 +136,10 @@ def _variant(swept: set[str]) -> Callable[[Sequence[str]], str]:
     return label
 
 
-def check_sweep(sweeper: Any, arguments: Sequence[str]) -> None:
+def check_sweep(sweeper: Any, arguments: Sequence[str]) -> list[list[str]]:
     """Check every job of the silas sweeper's sweep before the first runs
-    (``sweeper``: a Hydra ``BasicSweeper`` after ``setup``)."""
+    (``sweeper``: a Hydra ``BasicSweeper`` after ``setup``); returns the
+    distinct jobs it checked (without ``repeat``/``block``)."""
     from omegaconf import OmegaConf
 
     config = sweeper.config
@@ -158,6 +159,7 @@ def check_sweep(sweeper: Any, arguments: Sequence[str]) -> None:
     check_jobs(config, loader, jobs, _variant(swept))
     log.info(f"Pre-flight: {len(jobs)} distinct job config(s) of the sweep composed, validated and "
              f"their suites loaded in {time.perf_counter() - tic:.2f} s")
+    return jobs
 
 
 def check_tune(config: Any, loader: Any, jobs: Callable[[list[str], str, str | None], list[str]],

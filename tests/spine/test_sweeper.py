@@ -47,7 +47,10 @@ def test_unknown_check_mode_is_refused():
 def test_sweep_checks_one_config_per_variant(cli, tmp_path):
     proc = cli("-m", "scorer=heuristic,weights", "repeats=2", "suite=smoke", "tracking=none")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "Checked 2 distinct job config(s) for 4 jobs" in proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "Pre-flight: 2 distinct job config(s) of the sweep composed, validated" in out
+    # the launch composes none again: the pre-flight composed both shapes
+    assert "Checked 0 distinct job config(s) for 4 jobs" in out and "(2 checked by the pre-flight)" in out
     assert len(list((tmp_path / "multirun").glob("*/result.json"))) == 4
 
 
