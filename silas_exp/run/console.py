@@ -67,8 +67,16 @@ def job_label(job: JobSpec, multirun: bool, job_num: int) -> str:
     return f"[job {job_num}] {job.variant}#r{job.repeat}{block}" if multirun else f"[run] {job.variant}"
 
 
+def say(line: str) -> None:
+    """One line on stdout in one write: the jobs of a sweep print from several
+    worker processes into one pipe, and ``print`` writes the text and its
+    newline apart, so two jobs' lines could run together."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def skipped(label: str, run_id: str) -> None:
-    print(f"{label}: already finished as run {run_id}; skipped", flush=True)
+    say(f"{label}: already finished as run {run_id}; skipped")
 
 
 def spend(metrics: dict[str, float]) -> tuple[float, float, float]:
@@ -85,11 +93,11 @@ def spend(metrics: dict[str, float]) -> tuple[float, float, float]:
 def dry_run(label: str, cfg: ExperimentConfig, metrics: dict[str, float]) -> None:
     calls, tokens, usd = spend(metrics)
     measuring = metrics.get("llm.overhead.calls", 0.0)
-    print(f"{label}: dry run: {calls:.0f} model calls"
-          + (f" ({measuring:.0f} to measure: calibration, the control's reference replays)"
-             if measuring else "")
-          + f", {tokens:.0f} tokens, estimated ${usd:.4f} with {cfg.model.name} "
-          "(simulated answers; nothing tracked)", flush=True)
+    say(f"{label}: dry run: {calls:.0f} model calls"
+        + (f" ({measuring:.0f} to measure: calibration, the control's reference replays)"
+           if measuring else "")
+        + f", {tokens:.0f} tokens, estimated ${usd:.4f} with {cfg.model.name} "
+        "(simulated answers; nothing tracked)")
 
 
 def job_done(label: str, cfg: ExperimentConfig, outcome: JobOutcome, seconds: float,
@@ -100,14 +108,14 @@ def job_done(label: str, cfg: ExperimentConfig, outcome: JobOutcome, seconds: fl
     if manifest is not None:
         note = progress_note(out_dir.parent, manifest.jobs_total, manifest.started_at, time.time())
         progress = f" [{note}]"
-    print(f"{label}: {outcome.cases} cases, pass {outcome.run.summary.pass_rate:.0%}, "
-          f"{display_name(cfg.metrics.optimize)} {num(value)} ({seconds:.1f}s){progress} -> {out_dir}", flush=True)
+    say(f"{label}: {outcome.cases} cases, pass {outcome.run.summary.pass_rate:.0%}, "
+        f"{display_name(cfg.metrics.optimize)} {num(value)} ({seconds:.1f}s){progress} -> {out_dir}")
     for line in failure_lines(label, outcome.failures, verbose()):  # why cases errored, by cause
-        print(line, flush=True)
+        say(line)
     if outcome.metrics.get("probe.empty_summaries", 0) > 0:
-        print(f"{label}: warning: some compressions produced an empty summary (probe.empty_summaries "
-              f"{outcome.metrics['probe.empty_summaries']:.2f} per case), so they compressed like "
-              "truncate: the dropped items show no fact a summary would keep", flush=True)
+        say(f"{label}: warning: some compressions produced an empty summary (probe.empty_summaries "
+            f"{outcome.metrics['probe.empty_summaries']:.2f} per case), so they compressed like "
+            "truncate: the dropped items show no fact a summary would keep")
 
 
 def run_footer(out_dir: Path, outcome: JobOutcome, tracked: str | None) -> None:
