@@ -98,9 +98,11 @@ def billing_lines(a: dict[str, list[dict]], b: dict[str, list[dict]], found: lis
              "not counted as a difference (--strict counts it). Over the case results:"]
     for key in sorted(set(ta) | set(tb)):
         va, vb = ta.get(key, 0.0), tb.get(key, 0.0)
-        if va != vb:
+        if not math.isclose(va, vb, rel_tol=1e-9, abs_tol=1e-12):
             lines.append(f"  {key}: {_amount(key, va)} vs {_amount(key, vb)} "
                          f"({'+' if vb >= va else '-'}{_amount(key, abs(vb - va))})")
+    if len(lines) == 1:
+        lines.append("  the same totals (moved between cases)")
     sa, sb = (billed(f) for f in folders)
     lines.append("billed in all (llm.* and llm.overhead.* of every job): "
                  + ", ".join(f"{k} {_amount(k, sa[k])} vs {_amount(k, sb[k])}" for k in sa))
