@@ -33,6 +33,9 @@ from silas_exp.scorers.base import SCORERS
 # runs in one process reuse them; beyond REFERENCE_CASES (a large suite) the
 # oldest go and are replayed again when asked (deterministic, as in another process)
 REFERENCE_CASES = 256
+# the priority of a reference replay's requests over the job's cases (run/inflight.py,
+# ``first``): the cases wait for them; the calibration goes first
+REFERENCES_FIRST = 1e12
 _REFERENCES: OrderedDict[str, list[Flush]] = OrderedDict()
 
 
@@ -170,7 +173,8 @@ def replay_ahead(parts: JobParts, cases: Sequence[BenchmarkCase],
     ahead = _Ahead(parts)
 
     def run() -> None:
-        for _ in in_case_order(ahead, wanted, _quietly, "reference replays", size):
+        for _ in in_case_order(ahead, wanted, _quietly, "reference replays", size,
+                               first=REFERENCES_FIRST):
             pass
 
     thread = threading.Thread(target=run, name="silas-references", daemon=True)
