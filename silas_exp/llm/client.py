@@ -25,6 +25,7 @@ from silas_exp.llm.budget import SpendLedger
 from silas_exp.llm.cache import ResponseCache
 from silas_exp.llm.settings import LLMSettings
 from silas_exp.llm.simulated import SimulatedBackend
+from silas_exp.llm.slots import PrioritySlots
 
 
 class LLMClient:
@@ -36,8 +37,9 @@ class LLMClient:
         # every accounting ever charged (see charged_to): without a ledger, their sum is the spend
         self._accountings = [accounting]
         # shared with every view: one event loop, one bound on connections
-        self._loop_box = _LoopBox(asyncio.Semaphore(settings.max_connections))
+        self._loop_box = _LoopBox(PrioritySlots(settings.max_connections))
         self._is_view = False
+        self.priority = 0.0  # of this client's requests waiting for a connection (llm/slots.py)
 
     @property
     def backend_name(self) -> str:
@@ -58,14 +60,18 @@ class LLMClient:
         finally:
             self.accounting = saved
 
-    def view(self, accounting: Accounting) -> LLMClient:
+    def view(self, accounting: Accounting, priority: float | None = None) -> LLMClient:
         """This client (backend, event loop, connections, cache, spend ledger)
         counting its calls in ``accounting``: for one case of several in flight
         at once, whose calls are counted apart and added to the job's in case
-        order. Without a ledger, ``llm.max_usd`` sees a view's spend once it
-        is added. A view is not closed; its client is."""
+        order. ``priority``: its requests' place among those waiting for a
+        connection (the case's size; default: this client's). Without a
+        ledger, ``llm.max_usd`` sees a view's spend once it is added. A view
+        is not closed; its client is."""
         other = copy.copy(self)
         other.accounting, other._is_view = accounting, True
+        if priority is not None:
+            other.priority = priority
         return other
 
     @property
@@ -144,7 +150,7 @@ class LLMClient:
     async def _afetch(self, request: LLMRequest, namespace: str) -> LLMResponse:
         """The backend's answer, within the bound on requests in flight (no cache, no accounting)."""
         self._check_budget()
-        async with self._loop_box.sem:
+        async with self._loop_box.slots.slot(self.priority):
             return await self.backend.acomplete(request, namespace=namespace)
 
     async def _abatch(self, requests: Sequence[LLMRequest], namespace: str) -> list[Any]:
@@ -242,8 +248,8 @@ class _LoopBox:
     """The client's event-loop thread, started on first use, and the bound on
     requests in flight: one per client, shared by its views."""
 
-    def __init__(self, sem: asyncio.Semaphore) -> None:
-        self.sem = sem  # binds to the loop on first use (Python >= 3.10)
+    def __init__(self, slots: PrioritySlots) -> None:
+        self.slots = slots  # used on the loop only
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self._lock = threading.Lock()

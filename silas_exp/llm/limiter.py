@@ -15,9 +15,14 @@ It holds a request back when:
   allowed in flight starts at ``llm.max_connections``, shrinks by a third at a
   429 when 429s are frequent (``CROWDED`` of the last ``RECENT`` answers: a
   stray 429 only retries) and once for the requests sent at one allowance, and
-  tries one more after ``PROBE_EVERY`` times that many answers without a 429
-  (additive increase, multiplicative decrease; a slow probe, since each costs
-  a 429).
+  tries one more after each ``RECENT`` answers since it last changed
+  (additive increase, multiplicative decrease). When 429s grow frequent at
+  an allowance just raised, the raise went past the server's limit: the next
+  one waits twice as long (up to ``PROBE_BACKOFF`` times), so that a limit
+  costs few 429s; a raise that holds for a window brings the wait back.
+  Random 429s (a faulty server's) seldom reach ``CROWDED``, and when they
+  do, the allowance is back within a few windows: they do not leave it
+  shrunk.
 
 Time spent waiting here is not part of a call's deadline (the scorer's 2 s):
 queueing behind the job's other cases is not the model's slowness.
@@ -41,7 +46,7 @@ from pathlib import Path
 
 DIMENSIONS = ("requests", "tokens", "input-tokens", "output-tokens")
 DECREASE = 2 / 3  # the allowance kept at a 429
-PROBE_EVERY = 16  # answers per allowed request before one more is tried
+PROBE_BACKOFF = 8  # the most a failed probe's wait is stretched (times RECENT answers)
 # 429s among the last RECENT answers that mean too many at once: a server's
 # stray 429s (a few per cent of answers) seldom reach it; a concurrency limit
 # exceeded by a fifth or more of the requests in flight does within a wave or two
@@ -111,6 +116,8 @@ class RateLimiter:
         self._tokens_in_flight = 0
         self._epoch = 0  # allowance generation: one decrease per generation
         self._streak = 0  # answers since the allowance last changed
+        self._probe = False  # the allowance was raised by one and not yet held
+        self._wait = 1  # RECENT answers times this before the next probe
         self._recent: deque[bool] = deque(maxlen=RECENT)  # was it a 429, answer by answer
         self._paused_until = 0.0
         self._budgets: dict[str, _Budget] = {}
@@ -182,8 +189,12 @@ class RateLimiter:
                 self._recent.append(False)
             if ok and self.allowed < self.max_in_flight:
                 self._streak += 1
-                if self._streak >= PROBE_EVERY * self.allowed:
-                    self.allowed, self._streak = min(float(self.max_in_flight), self.allowed + 1), 0
+                if self._streak >= RECENT * self._wait:  # a window of answers at this allowance
+                    if self._probe:  # the last probe held: the next one waits as long as the first
+                        self._wait = 1
+                    self.allowed = min(float(self.max_in_flight), self.allowed + 1)
+                    self._streak, self._probe = 0, True
+                    self._epoch += 1
             cond.notify_all()
 
     def observe(self, headers: Mapping[str, str] | None) -> None:
@@ -218,8 +229,10 @@ class RateLimiter:
                 self.shared.extend(time.time() + pause)
         # the first 429 of requests sent at this allowance, among many lately
         if ticket == self._epoch and crowded:
+            if self._probe:  # raised past the server's limit: wait longer before the next raise
+                self._wait = min(PROBE_BACKOFF, 2 * self._wait)
             self._epoch += 1
-            self._streak = 0
+            self._streak, self._probe = 0, False
             self.allowed = float(max(1, int(min(self.allowed, self.in_flight) * DECREASE)))
             self.least_allowed = min(self.least_allowed, max(1, int(self.allowed)))
 

@@ -120,6 +120,9 @@ _m("judge.low_agreement", "lower", "flag", "1 when a dimension's kappa is under 
    per_case=False)
 
 # -- model calls and spend --------------------------------------------------------
+# decided by which call reaches the API or the response cache first (MetricSpec.billing);
+# tokens in and out and failed calls are the answers' own
+BILLING = ("calls", "cache_hits", "retries", "cache_read_tokens", "cache_write_tokens", "cost_usd")
 for name, meaning in (("calls", "model calls"), ("errors", "failed model calls"),
                       ("retries", "retried model calls"), ("cache_hits", "answers from cache"),
                       ("input_tokens", "input tokens"), ("output_tokens", "output tokens"),
@@ -128,7 +131,7 @@ for name, meaning in (("calls", "model calls"), ("errors", "failed model calls")
                       ("cost_usd", "spend in USD")):
     _m(f"llm.{name}", "none" if name in ("calls", "cache_hits") else "lower",
        "usd" if name == "cost_usd" else ("tokens" if "tokens" in name else "count"), meaning,
-       **({"name": "LLM spend"} if name == "cost_usd" else {}))
+       billing=name in BILLING, **({"name": "LLM spend"} if name == "cost_usd" else {}))
 _m("llm.cost_usd_simulated", "lower", "usd (simulated)",
    "what a simulated run's calls would have cost at the named models' prices; nothing was spent "
    "(real spend is llm.cost_usd, never mixed with it)", name="LLM cost, simulated")
@@ -141,7 +144,7 @@ for name, unit, meaning in (("calls", "count", "model calls"), ("retries", "coun
     _m(f"llm.overhead.{name}", "none", unit,
        f"{meaning} made only to measure (calibration and the control's reference replays), by "
        "whichever job of the process made them first; not part of the variant's llm.*",
-       per_case=False)
+       per_case=False, billing=True)
 _m("llm.overhead.cost_usd_simulated", "none", "usd (simulated)",
    "llm.overhead.cost_usd of a simulated run: what those calls would have cost; nothing was spent",
    per_case=False)

@@ -30,6 +30,11 @@ class MetricSpec:
     margin: float | None = None
     margin_kind: MarginKind = "absolute"
     per_case: bool = True  # has a value per case (can be paired), else run-level only
+    # how the answers were obtained and what that was billed (an API call or the response
+    # cache, a prompt-cache write or read, a retry): which call reaches the API or the cache
+    # first decides it, with cases in flight or jobs in parallel, not what the answers were.
+    # Operational, as latency is: scripts/compare_sweeps.py reports it apart from outcomes
+    billing: bool = False
     # what people read in reports and the console ("retrieval relevance"); the key stays the
     # identity in MLflow and in config. Empty: metrics.names derives it (nDCG@10) or shows the key
     name: str = ""

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from silas_exp.config import ExperimentConfig
-from silas_exp.data.suites.loader import LoadedSuite, replay_turns
+from silas_exp.data.suites.loader import LoadedSuite, replay_size
 from silas_exp.errors import RunError
 from silas_exp.eviction.base import STRATEGIES
 from silas_exp.feedback.calibration import Calibration, ExclusionRates, Rate, calibrate
@@ -26,6 +26,9 @@ from silas_exp.scorers.base import SCORERS, CalibrationSpec, calibration_spec
 from silas_exp.scorers.heuristic import HeuristicSettings
 
 _CALIBRATIONS: dict[str, Calibration] = {}
+# the priority of the calibration's requests over the reference replays beside it
+# and the cases (run/inflight.py, ``first``): every case of the job waits for it
+CALIBRATION_FIRST = 1e15
 
 
 def _calibration_key(cfg: ExperimentConfig, loaded: LoadedSuite, job: JobSpec,
@@ -109,7 +112,8 @@ def _fit_calibration(spec: CalibrationSpec, parts: JobParts, out_dir: Path) -> C
     control = HeuristicSettings(weights=base)
     for _ in in_case_order(_Replays(cal_parts), cases,
                            lambda part, case: replay_case(part.parts, case, control, None),
-                           "calibration cases", lambda case: replay_turns(loaded, case)):
+                           "calibration cases", lambda case: replay_size(loaded, case, cfg.budget),
+                           first=CALIBRATION_FIRST):
         pass  # feedback lands in the store, in case order
     result = calibrate(store.dataset(), base.vector(), l2=spec.l2)
     store.close()

@@ -65,11 +65,11 @@ class CaseFeedback:
 class _Part:
     """One case's copy of the job's runner and the parts it counts in."""
 
-    def __init__(self, runner: Any) -> None:
+    def __init__(self, runner: Any, priority: float = 0.0) -> None:
         self.accounting = Accounting(dict(runner.llm.accounting.prices))
         self.feedback = CaseFeedback()
         part = copy.copy(runner)
-        part.llm = runner.llm.view(self.accounting)
+        part.llm = runner.llm.view(self.accounting, priority)
         part.store = self.feedback
         part.probe_rows, part.errors = [], []
         part.failures = FailureLog(runner.failures.kinds)
@@ -100,8 +100,8 @@ def width(runner: Any) -> int:
 
 
 def in_case_order(runner: Any, cases: Iterable[C], work: Callable[[Any, C], R],
-                  label: str = "cases", size: Callable[[C], float] | None = None
-                  ) -> Iterator[tuple[C, R]]:
+                  label: str = "cases", size: Callable[[C], float] | None = None,
+                  first: float = 0.0) -> Iterator[tuple[C, R]]:
     """``(case, work(runner, case))`` for each case, in case order. With an
     inline backend ``work`` runs on ``runner`` itself, one case after the
     other; otherwise each case on a copy of its own, up to ``width(runner)``
@@ -111,7 +111,9 @@ def in_case_order(runner: Any, cases: Iterable[C], work: Callable[[Any, C], R],
     ``size``: how long a case takes (its turns, say). Of the cases not yet
     yielded, up to ``AHEAD`` times the width, the largest starts first, so
     that the longest cases do not end the job alone; the results still come
-    in case order."""
+    in case order. A case's requests wait for a connection with its size
+    plus ``first`` as their priority (llm/slots.py): the longest go first, and
+    a phase the others wait for (the calibration) before them."""
     if not runner.llm.concurrent:
         for case in cases:
             yield case, work(runner, case)
@@ -147,7 +149,7 @@ def in_case_order(runner: Any, cases: Iterable[C], work: Callable[[Any, C], R],
                 waiting.sort(key=lambda e: -e[3])  # stable: case order among equals
             while waiting and len(running) < n:
                 entry = waiting.pop(0)
-                entry[1] = part = _Part(runner)
+                entry[1] = part = _Part(runner, first + entry[3])
                 entry[2] = future = pool.submit(work, part.runner, entry[0])
                 running.add(future)
             if not window:

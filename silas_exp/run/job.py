@@ -27,7 +27,7 @@ from silas_exp.data.suites.loader import (
     LoadedSuite,
     load_suite,
     probe_plan,
-    replay_turns,
+    replay_size,
     session_case,
 )
 from silas_exp.errors import BudgetExceeded, RunError, SilasExpError, SuiteError
@@ -207,25 +207,26 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
     with open_job(cfg, job, out_dir, loaded, spend_ledger) as parts:
         store, llm = parts.store, parts.llm
         runner = _CaseRunner(parts)
-        turns = lambda case: replay_turns(loaded, case)  # noqa: E731 - longest cases start first
-        # the control's reference replays do not wait for the calibration: both at once
-        ahead = replay_ahead(parts, cases, turns) if alone else None
+        size = lambda case: replay_size(loaded, case, cfg.budget)  # noqa: E731 - longest first
+        # the control's reference replays do not wait for the calibration, nor the
+        # cases for them: a case follows its reference's replay turn by turn
+        ahead = replay_ahead(parts, cases, size) if alone else None
+        tally = CaseTally()
         try:
             with llm.charged_to(parts.overhead):
                 calibration = calibrate_job(parts, out_dir)
+            with CaseLog(out_dir / CASES_FILE) as log:  # per-case results go to disk as they come
+                for i, (case, result) in enumerate(in_case_order(  # several in flight: run/inflight.py
+                        runner, cases, lambda part, case: part.run_case(case, calibration),
+                        size=size if alone else None)):
+                    store.flush()  # the case's feedback is on disk before its result
+                    log.append(result)
+                    tally.add(result, case.expected.mode)
+                    if progress:
+                        progress(i + 1, len(cases), case.case_id)
         finally:
             if ahead is not None:
                 ahead.join()
-        tally = CaseTally()
-        with CaseLog(out_dir / CASES_FILE) as log:  # per-case results go to disk as they come
-            for i, (case, result) in enumerate(in_case_order(  # several in flight: run/inflight.py
-                    runner, cases, lambda part, case: part.run_case(case, calibration),
-                    size=turns if alone else None)):
-                store.flush()  # the case's feedback is on disk before its result
-                log.append(result)
-                tally.add(result, case.expected.mode)
-                if progress:
-                    progress(i + 1, len(cases), case.case_id)
         llm_metrics = llm.accounting.as_metrics()
         overhead = parts.overhead.snapshot()
         llm_metrics.update({"llm.overhead.calls": float(overhead.calls),

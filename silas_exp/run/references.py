@@ -25,6 +25,7 @@ from silas_exp.run.assemble import JobParts
 from silas_exp.run.case_replay import replay_case
 from silas_exp.run.failures import FailureLog
 from silas_exp.run.inflight import in_case_order
+from silas_exp.run.reference_stream import Following, ReferenceStream
 from silas_exp.schema.benchmark import BenchmarkCase
 from silas_exp.scorers import ScorerSettings, validate_scorer_settings
 from silas_exp.scorers.base import SCORERS
@@ -33,14 +34,21 @@ from silas_exp.scorers.base import SCORERS
 # runs in one process reuse them; beyond REFERENCE_CASES (a large suite) the
 # oldest go and are replayed again when asked (deterministic, as in another process)
 REFERENCE_CASES = 256
+# the priority of a reference replay's requests over the job's cases (run/inflight.py,
+# ``first``): a case that follows its reference waits for it; the calibration goes first
+REFERENCES_FIRST = 1e12
 _REFERENCES: OrderedDict[str, list[Flush]] = OrderedDict()
+# references being replayed ahead (``replay_ahead``), which a case follows turn by turn
+_PENDING: dict[str, ReferenceStream] = {}
+_LOCK = threading.Lock()  # both, read and written by the threads of cases in flight
 
 
 def _remember(key: str, flushes: list[Flush]) -> list[Flush]:
-    _REFERENCES[key] = flushes
-    _REFERENCES.move_to_end(key)
-    while len(_REFERENCES) > REFERENCE_CASES:
-        _REFERENCES.popitem(last=False)
+    with _LOCK:
+        _REFERENCES[key] = flushes
+        _REFERENCES.move_to_end(key)
+        while len(_REFERENCES) > REFERENCE_CASES:
+            _REFERENCES.popitem(last=False)
     return flushes
 
 
@@ -71,18 +79,49 @@ class References:
                            cfg.eviction.model_dump(), cfg.budget.model_dump()],
                           sort_keys=True, default=str)
 
-    def of(self, case: BenchmarkCase) -> list[Flush]:
-        """The reference flushes of ``case``: kept, on disk, or replayed now."""
+    def of(self, case: BenchmarkCase) -> list[Flush] | Following:
+        """The reference flushes of ``case``: kept, being replayed ahead (then
+        followed turn by turn), on disk, or replayed now."""
         key = self.key(case)
-        if key in _REFERENCES:
-            _REFERENCES.move_to_end(key)
-            return _REFERENCES[key]
+        with _LOCK:
+            if key in _REFERENCES:
+                _REFERENCES.move_to_end(key)
+                return _REFERENCES[key]
+            stream = _PENDING.get(key)
+        if stream is not None:
+            return Following(stream, lambda: self._now(case, key))
+        return self._now(case, key)
+
+    def _now(self, case: BenchmarkCase, key: str, stream: ReferenceStream | None = None
+             ) -> list[Flush]:
+        """Kept, on disk, or replayed now (telling ``stream`` how far it got)."""
+        with _LOCK:
+            if key in _REFERENCES:
+                return _REFERENCES[key]
         entry = self._entry(key)
         if entry is None:
-            return _remember(key, self._replay(case))
+            return _remember(key, self._replay(case, stream))
         # a worker replaying them now: wait and read
         return _remember(key, disk_cache.computed_once(
-            entry, disk_cache.read_pickle, lambda: self._replay(case), disk_cache.write_pickle))
+            entry, disk_cache.read_pickle, lambda: self._replay(case, stream), disk_cache.write_pickle))
+
+    def ahead(self, case: BenchmarkCase) -> None:
+        """Replay the reference of ``case`` for the cases that follow it
+        (registered by ``replay_ahead``), then let them have it whole."""
+        key = self.key(case)
+        with _LOCK:
+            stream = _PENDING.get(key)
+        try:
+            flushes = self._now(case, key, stream)
+        except BaseException:
+            if stream is not None:
+                stream.fail()
+            raise
+        finally:
+            with _LOCK:
+                _PENDING.pop(key, None)
+        if stream is not None:
+            stream.finish(flushes)
 
     def share(self, case: BenchmarkCase, flushes: list[Flush]) -> None:
         """The control job's own flushes are the reference: keep them, and on
@@ -99,10 +138,13 @@ class References:
         the copies of a job's runner for cases in flight share this object)."""
         _ = self._disk_key
 
-    def _replay(self, case: BenchmarkCase) -> list[Flush]:
-        parts = self.parts.with_store(DiscardingStore())
-        with parts.llm.charged_to(parts.overhead):  # a measurement, not this variant's own calls
-            stats, _, _ = replay_case(parts, case, control_scorer(parts.cfg), None, record=True)
+    def _replay(self, case: BenchmarkCase, stream: ReferenceStream | None = None) -> list[Flush]:
+        # a view of its own: the case's may be scoring beside this replay (run/case_replay.py)
+        llm = self.parts.llm.view(self.parts.llm.accounting)
+        parts = replace(self.parts, llm=llm, store=DiscardingStore())
+        with llm.charged_to(parts.overhead):  # a measurement, not this variant's own calls
+            stats, _, _ = replay_case(parts, case, control_scorer(parts.cfg), None, record=True,
+                                      progress=stream.passed if stream is not None else None)
         return stats.flush_log or []
 
     @cached_property
@@ -146,7 +188,7 @@ class _Ahead:
 
 def _quietly(part, case: BenchmarkCase) -> None:
     try:
-        part.references.of(case)
+        part.references.ahead(case)
     except Exception:  # noqa: BLE001 - the case replays it again at its turn and reports the error
         pass
 
@@ -154,10 +196,11 @@ def _quietly(part, case: BenchmarkCase) -> None:
 def replay_ahead(parts: JobParts, cases: Sequence[BenchmarkCase],
                  size: Callable[[BenchmarkCase], float] | None = None) -> threading.Thread | None:
     """Replay the reference flushes of ``cases`` (those a variant's cases will
-    ask for) in a thread of their own, several at once, while the job does
-    what comes before its cases (the calibration, which they do not depend
-    on); join the thread before the cases start. None when there is nothing
-    to replay ahead or one call at a time is all the client does."""
+    ask for) in a thread of their own, several at once, longest first, from
+    while the job calibrates until they are done: a case that starts before
+    its reference is done follows it turn by turn (``References.of``). Join
+    the thread when the cases are done. None when there is nothing to replay
+    ahead or one call at a time is all the client does."""
     cfg = parts.cfg
     if not scores_candidates(cfg) or is_control(cfg) or not parts.llm.concurrent \
             or parts.llm.settings.max_connections <= 1 \
@@ -168,10 +211,22 @@ def replay_ahead(parts: JobParts, cases: Sequence[BenchmarkCase],
     if not wanted:
         return None
     ahead = _Ahead(parts)
+    keys = [ahead.references.key(case) for case in wanted]
+    with _LOCK:  # before any case asks: each follows the replay ahead, none replays its own
+        for key in keys:
+            if key not in _REFERENCES:
+                _PENDING.setdefault(key, ReferenceStream())
 
     def run() -> None:
-        for _ in in_case_order(ahead, wanted, _quietly, "reference replays", size):
-            pass
+        try:
+            for _ in in_case_order(ahead, wanted, _quietly, "reference replays", size,
+                                   first=REFERENCES_FIRST):
+                pass
+        finally:  # a replay never reached: its followers replay it themselves
+            with _LOCK:
+                left = [_PENDING.pop(key) for key in keys if key in _PENDING]
+            for stream in left:
+                stream.fail()
 
     thread = threading.Thread(target=run, name="silas-references", daemon=True)
     thread.start()

@@ -78,24 +78,28 @@ SCORERS = Registry(
 def register_scorer(name: str, settings: type[ScorerSettings], *, needs: Iterable[str] = (),
                     description: str = "", reference: bool = False,
                     calibration: Callable[[Any], CalibrationSpec] | None = None,
-                    linear: bool = False) -> Callable:
+                    linear: bool = False, stateless: bool = False) -> Callable:
     """Register a built-in scorer kind. ``calibration`` (with ``needs`` holding
     "calibration") maps the kind's settings to its :class:`CalibrationSpec`.
     ``linear``: the kind's scores are ``linear_scores(items, turn, scorer.weights)``
     and ``observe`` changes nothing (a strategy's compiled replay may score
-    with those weights itself)."""
+    with those weights itself). ``stateless``: ``score`` depends only on its
+    items and turn, whatever was scored or observed before, and may be called
+    from two threads at once (a case's replay scores the reference's
+    candidates beside its own steps)."""
     return SCORERS.register(name, settings, needs=needs, description=description,
-                            reference=reference, calibration=calibration, linear=linear)
+                            reference=reference, calibration=calibration, linear=linear,
+                            stateless=stateless)
 
 
 def scorer_kind(name: str, settings: type[ScorerSettings], factory: Callable[[Any, Any], Scorer], *,
                 needs: Iterable[str] = (), description: str = "",
                 calibration: Callable[[Any], CalibrationSpec] | None = None,
-                linear: bool = False) -> Kind:
+                linear: bool = False, stateless: bool = False) -> Kind:
     """A plug-in scorer kind, for an entry point in group ``silas_exp.scorers``
-    or a ``scorer._target_``. ``linear``: as for :func:`register_scorer`."""
+    or a ``scorer._target_``. ``linear``, ``stateless``: as for :func:`register_scorer`."""
     return SCORERS.kind(name, settings, factory, needs=needs, description=description,
-                        calibration=calibration, linear=linear)
+                        calibration=calibration, linear=linear, stateless=stateless)
 
 
 def validate_scorer_settings(raw: Mapping[str, Any]) -> ScorerSettings:

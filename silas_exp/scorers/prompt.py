@@ -151,7 +151,7 @@ class PromptScorer:
 
 
 @register_scorer(
-    "prompt", PromptScorerSettings, needs={"llm", "prompt", "calibration"},
+    "prompt", PromptScorerSettings, needs={"llm", "prompt", "calibration"}, stateless=True,
     calibration=lambda s: CalibrationSpec(HeuristicWeights(), s.explore_rate, DEFAULT_L2),
     description="variant B: small-model scorer prompt with feedback-derived guidance",
 )

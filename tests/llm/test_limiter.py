@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -150,3 +151,43 @@ def test_frequent_429s_after_many_answers_still_pause_every_request():
 
     limiter, waited = asyncio.run(go())
     assert limiter.allowed == 4 and 0.2 < waited < 2.0
+
+
+def _faulty_run(n: int, limit_429s: range, share_429: float, width: int = 10) -> RateLimiter:
+    """``width`` workers send ``n`` requests; a server answers 429 at random to
+    ``share_429`` of them, and to every request numbered in ``limit_429s`` (a
+    burst: a limit reached)."""
+    rng = random.Random(7)
+
+    async def go() -> RateLimiter:
+        limiter = RateLimiter(width, max_wait_s=0.0)
+        numbers = iter(range(n))
+
+        async def worker() -> None:
+            for i in numbers:
+                ticket = await limiter.acquire()
+                await asyncio.sleep(0)
+                if i in limit_429s or rng.random() < share_429:
+                    limiter.rate_limited(ticket, None)
+                    await limiter.release(ticket, ok=False)
+                else:
+                    await limiter.release(ticket, ok=True)
+
+        await asyncio.gather(*(worker() for _ in range(width)))
+        return limiter
+
+    return asyncio.run(go())
+
+
+def test_the_allowance_recovers_after_a_burst_of_429s_late_in_a_run_despite_random_ones():
+    """A faulty server's random 429s (25 % faults, one kind in six: 429) and a
+    burst late in the run that shrinks the allowance: within the answers that
+    follow it is back where it was."""
+    limiter = _faulty_run(1000, range(600, 612), 0.25 / 6)
+    assert limiter.least_allowed < 10  # the burst did shrink it ...
+    assert limiter.allowed == 10, limiter.status()  # ... and it recovered
+
+
+def test_random_429s_alone_leave_the_allowance_at_the_end_where_it_started():
+    limiter = _faulty_run(1000, range(0), 0.25 / 6)
+    assert limiter.rate_limited_count > 20 and limiter.allowed == 10, limiter.status()

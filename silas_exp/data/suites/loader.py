@@ -389,13 +389,17 @@ def _parse_session(loaded: LoadedSuite, case: BenchmarkCase) -> Parsed:
     return session, truth, flush_turn
 
 
-def replay_turns(loaded: LoadedSuite, case: BenchmarkCase) -> int:
-    """The turns a replay of ``case`` goes through (0 for a case that cannot be
-    parsed: its error comes when it is run): how long it takes, known before."""
+def replay_size(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBudget) -> float:
+    """How long a replay of ``case`` takes, known before it: its turns times
+    how many times its items' tokens overflow its budget (a replay's model
+    calls come at its evictions, the more often the further over budget). 0
+    for a case that cannot be parsed: its error comes when it is run."""
     try:
-        return int(loaded.parsed(case)[0].turns)
+        sc = session_case(loaded, case, base_budget)
     except (SuiteError, KeyError):
-        return 0
+        return 0.0
+    tokens = sum(item.tokens for item in sc.session.items)
+    return sc.session.turns * max(1.0, tokens / sc.budget.total)
 
 
 def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBudget) -> SessionCase:
