@@ -80,3 +80,16 @@ def test_a_failed_reference_replay_is_replayed_by_the_case_itself():
     stream.fail()
     assert follow.at(1) == [_flush(1)] and follow.at(2) == [_flush(2)]
     assert follow.all() == own and replays == [1]  # replayed once
+
+
+def test_a_case_whose_items_give_no_token_count_is_sized_from_its_text():
+    # the probe suite's items carry text only (tokens: None, counted as chars / 3.5)
+    from silas_exp.context.budget import TokenBudget
+    from silas_exp.data.suites.loader import load_suite, replay_size
+
+    from ..conftest import REPO
+
+    loaded = load_suite(REPO / "probes" / "default")
+    case = loaded.eval_cases[0]
+    assert any(item.tokens is None for item in loaded.parsed(case)[0].items)
+    assert replay_size(loaded, case, TokenBudget()) > 0

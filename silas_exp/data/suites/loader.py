@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import ValidationError
 
-from silas_exp.context.budget import PROFILES, TokenBudget, ZoneShares
+from silas_exp.context.budget import PROFILES, TokenBudget, ZoneShares, item_tokens
 from silas_exp.data.suites.expected import expected_problems
 from silas_exp.errors import SuiteError, SuiteWarning
 from silas_exp.facts.fact import Fact, norm
@@ -398,7 +398,7 @@ def replay_size(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBudg
         sc = session_case(loaded, case, base_budget)
     except (SuiteError, KeyError):
         return 0.0
-    tokens = sum(item.tokens for item in sc.session.items)
+    tokens = sum(item_tokens(item) for item in sc.session.items)  # None: counted from its text
     return sc.session.turns * max(1.0, tokens / sc.budget.total)
 
 
