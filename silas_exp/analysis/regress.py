@@ -173,7 +173,9 @@ class RegressionReport:
                  f"{self.reasons()}.", ""]
         if accepted:
             lines += [f"**Accepted:** {accepted}", ""]
-        lines += ["| gated metric | Δ checked − baseline | CI | margin | call |",
+        against = ("baseline's configuration, same seeds" if self.result.control == RERUN
+                   else "baseline")
+        lines += [f"| gated metric | Δ checked − {against} | CI | margin | call |",
                   "|---|---|---|---|---|"]
         for c in self.result.comparisons:
             if c.variant == CANDIDATE and c.metric in self.result.gated:

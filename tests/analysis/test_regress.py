@@ -108,6 +108,7 @@ def test_under_other_seeds_a_shift_the_seeds_share_is_not_a_regression():
     assert _ndcg(report).delta == 0.0 and _ndcg(logged_only).delta < -0.03
     note = report.notes[0]
     assert "a concurrent control" in note and "nDCG@10 -0.04" in note
+    assert "| gated metric | Δ checked − baseline's configuration, same seeds |" in report.markdown()
     flips = report.flag_counts()["pass"]  # flags still compare with the logged results
     assert flips == round(report.expected["pass"]) and "under the check's seeds" in report.expected_from
 
