@@ -122,15 +122,12 @@ def cmd_regress(args) -> int:
         if args.seeds_from:
             subject += f" (repeats {args.seeds_from}+: other seeds)"
     else:
-        from silas_exp.analysis.data import job_from_result, merge_blocks
-
         study = baseline.resolve(reader, args.run, args.variant)
         suite_dir = Path(args.suite_dir) if args.suite_dir else baseline._suite_dir(study.jobs[0])
         record = _baseline_of(read_baseline(suite_dir), suite_dir)
-        jobs = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
-                             for r in study.jobs])
         overrides = baseline.study_overrides(reader, study)
-        checked, n_run = runs.complete_study(overrides, jobs, record, work, args.workers)
+        checked, n_run = runs.complete_study(overrides, _study_jobs(reader, study), record, work,
+                                             args.workers)
         if f"seed={record.seed or 0}" in overrides:  # the baseline's seeds: the logged results
             ran = runs.CheckRuns(checked, [], [] if args.no_aa else
                                  runs.aa_jobs(record, work, workers=args.workers))
@@ -182,7 +179,6 @@ def _study_control(reader, study, overrides, record, out: Path, workers: int):
     of the baseline's configuration when it ran one (a study after the
     promotion), completed to the cases the baseline covers; else that
     configuration run afresh with the study's design."""
-    from silas_exp.analysis.data import job_from_result, merge_blocks
     from silas_exp.run import regress as runs
     from silas_exp.tracking import baseline
 
@@ -192,11 +188,17 @@ def _study_control(reader, study, overrides, record, out: Path, workers: int):
         except AnalysisError:
             arm = None
         if arm is not None:
-            jobs = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
-                                 for r in arm.jobs])
-            return runs.complete_study(baseline.study_overrides(reader, arm), jobs, record, out,
-                                       workers)[0]
+            return runs.complete_study(baseline.study_overrides(reader, arm),
+                                       _study_jobs(reader, arm), record, out, workers)[0]
     return runs.study_control(overrides, record, out, workers)
+
+
+def _study_jobs(reader, study):
+    """A study variant's logged jobs as analysis data, one per repeat (blocks merged)."""
+    from silas_exp.analysis.data import job_from_result, merge_blocks
+
+    return merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
+                         for r in study.jobs])
 
 
 def record_jobs(record):

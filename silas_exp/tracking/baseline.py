@@ -52,6 +52,7 @@ from silas_exp.schema.baseline import (
     HISTORY_FILE,
     BaselineJob,
     BaselineRecord,
+    arm_name,
     config_overrides,
     read_history,
 )
@@ -162,9 +163,9 @@ def resolve(reader: Reader, source: str, variant: str | None) -> Study:
 
 def _same_variant(a: str, b: str) -> bool:
     """One variant written two ways: overrides in any order, ``false`` or ``False``."""
-    def norm(v: str) -> list[str]:
-        return sorted(o.strip().replace("=False", "=false").replace("=True", "=true")
-                      for o in v.split(","))
+    def norm(v: str) -> str:
+        return arm_name(o.strip().replace("=False", "=false").replace("=True", "=true")
+                        for o in v.split(","))
     return norm(a) == norm(b)
 
 

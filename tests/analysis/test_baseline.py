@@ -142,14 +142,8 @@ def test_a_promotion_killed_half_way_leaves_the_previous_baseline_whole(tmp_path
     (tmp_path / "suite.json").write_text(json.dumps({"version": "1.0.0"}))
     before = _record("scorer=heuristic").model_dump_json()
     (tmp_path / "baseline.json").write_text(before)
-    proc = subprocess.Popen([sys.executable, "-c", _PROMOTE, str(tmp_path), where], cwd=REPO,
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "stopped"
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    _killed(subprocess.Popen([sys.executable, "-c", _PROMOTE, str(tmp_path), where], cwd=REPO,
+                             stdout=subprocess.PIPE, text=True))
     assert (tmp_path / "baseline.json").read_text() == before  # untouched, whole, readable
     assert read_baseline(tmp_path).variant == "scorer=heuristic"
     calls = (tmp_path / "mlflow_calls.txt").read_text().split()
