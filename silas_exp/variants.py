@@ -33,3 +33,17 @@ def variant_name(task_overrides: Iterable[str], swept: Iterable[str], scorer: st
         if key in swept and not key.startswith(NOT_VARIANT):
             parts.append(ov.lstrip("+~"))
     return ",".join(sorted(parts)) or f"scorer={scorer}"
+
+
+def _canonical(name: str) -> str:
+    """A variant name as the sweep writes it, whatever the user typed: its
+    overrides sorted, Hydra's booleans (``False``) as typed (``false``)."""
+    return ",".join(sorted(o.strip().replace("=False", "=false").replace("=True", "=true")
+                           for o in name.split(",")))
+
+
+def find_variant(name: str, variants: Iterable[str]) -> str | None:
+    """The variant among ``variants`` that ``name`` names: overrides in any
+    order, ``false`` or ``False``; None when none is it."""
+    wanted = _canonical(name)
+    return next((v for v in variants if _canonical(v) == wanted), None)

@@ -52,6 +52,7 @@ from silas_exp.stats import (
     sprt_with_pilot,
     verdict,
 )
+from silas_exp.variants import find_variant
 
 
 def _matches_control(variant: str, controls: dict[str, str]) -> bool:
@@ -74,10 +75,11 @@ def pick_control(data: SweepData, settings: AnalysisSettings) -> tuple[str, str]
                     "cases and seeds); re-run the sweep with the baseline promoted, or name a "
                     "variant of the sweep with analysis.control=<variant>")
             return arm.name, arm.reason
-        if settings.control not in variants:
+        named = find_variant(settings.control, variants)
+        if named is None:
             raise AnalysisError(f"control {settings.control!r} is not a variant of sweep "
                                 f"{data.sweep_id}; variants: {variants}")
-        return settings.control, "named with analysis.control / --control"
+        return named, "named with analysis.control / --control"
     if settings.use_baseline and arm is not None:
         return arm.name, arm.reason
     found = [v for v in variants if _matches_control(v, settings.controls)]

@@ -52,7 +52,6 @@ from silas_exp.schema.baseline import (
     HISTORY_FILE,
     BaselineJob,
     BaselineRecord,
-    arm_name,
     config_overrides,
     read_history,
 )
@@ -60,6 +59,7 @@ from silas_exp.tracking.payload import BASELINE_NAME_MARK as NAME_MARK
 from silas_exp.tracking.payload import baseline_key
 from silas_exp.tracking.permissions import acting_user, require_demote, require_promote
 from silas_exp.tracking.reader import Reader
+from silas_exp.variants import find_variant
 
 LEGACY_POINTER = "silas.baseline_run_id"  # experiment tag of stores from before per-suite keys
 TAG_LIMIT = 5000  # MLflow experiment tag values are capped; the file keeps everything
@@ -153,20 +153,12 @@ def resolve(reader: Reader, source: str, variant: str | None) -> Study:
             f"study {sweep_id} has the variants {variants}"
             + (f" (verdicts: {verdicts})" if verdicts else "") + "; name the one to promote: "
             f"`silas-exp baseline promote {source} {(shipped or variants or ['scorer=weights'])[0]}`")
-    variant = next((v for v in variants if _same_variant(v, variant)), variant)
+    variant = find_variant(variant, variants) or variant
     jobs = _newest_per_job([c for c in children if c.data.tags.get("silas.variant") == variant])
     if not jobs:
         raise AnalysisError(f"study {sweep_id} has no FINISHED job of variant {variant!r}; its "
                             f"variants: {variants}")
     return Study(parent or jobs[0], sweep_id, variant, jobs)
-
-
-def _same_variant(a: str, b: str) -> bool:
-    """One variant written two ways: overrides in any order, ``false`` or ``False``."""
-    def norm(v: str) -> str:
-        return arm_name(o.strip().replace("=False", "=false").replace("=True", "=true")
-                        for o in v.split(","))
-    return norm(a) == norm(b)
 
 
 def _yaml_artifact(reader: Reader, run_id: str, name: str) -> Any:

@@ -195,3 +195,13 @@ def test_a_blocker_is_common_only_when_it_reads_the_same_for_every_variant():
                      and c.metric == "context.retrieval_relevance").delta
     assert f"{far_delta:+.4g}".replace("-", "−") in sentence
     assert "every one is blocked by retrieval relevance −" not in sentence, sentence
+
+
+def test_a_named_control_is_found_however_its_overrides_are_typed():
+    # a swept boolean is named as Hydra writes it (False); users type false, in any order
+    data = _sweep({"eviction.keepbacks=False,scorer=heuristic": BASE,
+                   "eviction.keepbacks=True,scorer=heuristic": BASE})
+    control, why = pick_control(data, AnalysisSettings(control="scorer=heuristic,eviction.keepbacks=false"))
+    assert control == "eviction.keepbacks=False,scorer=heuristic" and "analysis.control" in why
+    with pytest.raises(AnalysisError, match="is not a variant of sweep"):
+        pick_control(data, AnalysisSettings(control="scorer=weights"))
