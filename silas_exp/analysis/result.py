@@ -79,6 +79,8 @@ class AblationResult:
     notes: list[str] = field(default_factory=list)
     min_cases: int = 6
     ranking: Ranking | None = None  # two or more ship: which is better (analysis.decision)
+    # variant -> what the rule let through though it ships (analysis.let_through)
+    warnings: dict[str, list[str]] = field(default_factory=dict)
 
     def table(self, metric: str) -> list[Comparison]:
         return [c for c in self.comparisons if c.metric == metric]
