@@ -118,9 +118,18 @@ def read_as_decided(state: AdaptiveState | None, settings: AnalysisSettings | No
     A sweep without a sequential plan reads as it is (``settings``, None, [])."""
     if state is None or settings is None:
         return settings, None, []
-    return (settings.model_copy(update={"confidence": state.confidence,
-                                        "margins": {**state.margins, **settings.margins}}),
-            state.closed_confidences(), adaptive_notes(state))
+    return (with_fixed_margins(state, settings).model_copy(
+        update={"confidence": state.confidence}), state.closed_confidences(),
+        adaptive_notes(state))
+
+
+def with_fixed_margins(state: AdaptiveState | None, settings: AnalysisSettings
+                       ) -> AnalysisSettings:
+    """``settings`` with the study's fixed relative margins (those given in
+    ``settings.margins`` win): every reading of a study uses the same."""
+    if state is None or not state.margins:
+        return settings
+    return settings.model_copy(update={"margins": {**state.margins, **settings.margins}})
 
 
 def adaptive_notes(state: AdaptiveState) -> list[str]:
