@@ -28,7 +28,7 @@ from silas_exp.errors import AnalysisError
 from silas_exp.metrics.registry import gated_for, spec
 from silas_exp.stats import MetricCall, Oriented, Outcome
 from silas_exp.stats.sequential import chances_at_max, decide_chances, futile, look_z
-from silas_exp.study.state import AdaptiveState
+from silas_exp.study.state import AdaptiveState, with_fixed_margins
 
 
 def _undecided(r: AblationResult, variant: str):
@@ -128,8 +128,8 @@ def look_and_close(data, settings: AnalysisSettings, state: AdaptiveState, round
     can be compared yet."""
     if not state.margins_from:
         fix_margins(data, settings, state, baseline)
-    looked = settings.model_copy(update={"confidence": state.confidence_at(round_),
-                                         "margins": {**state.margins, **settings.margins}})
+    looked = with_fixed_margins(state, settings).model_copy(
+        update={"confidence": state.confidence_at(round_)})
     try:  # a look needs the gated metrics only: the verdicts and futility read nothing else
         result = ablation(data, looked, metrics=list(settings.gate) if settings.gate
                           else gated_for(suite_kind(data)))
