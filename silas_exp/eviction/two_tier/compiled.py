@@ -24,14 +24,16 @@ float noise of a grid boundary may land one grid step apart.
 from __future__ import annotations
 
 import math
-import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from json.encoder import encode_basestring_ascii
+from typing import Any
 
 import numpy as np
 
 from silas_exp.context.budget import TokenBudget, ZoneShares
+from silas_exp.context.replay import ENGINE_VARIABLE, compiled_enabled  # noqa: F401 (re-exported)
 from silas_exp.context.stats import Flush, NeedEvent, Ranking, ReplayStats, tuple_maker
 from silas_exp.context.window import LiveItem, mask_placeholder
 from silas_exp.eviction.two_tier.encode import Encoded, encoded, forget_encodings
@@ -46,20 +48,15 @@ from silas_exp.llm.base import Usage
 from silas_exp.llm.simulated import _ANSWER_JSON, _schema_chars, key64
 from silas_exp.schema.session import Session, SessionTruth
 
-ENGINE_VARIABLE = "SILAS_EXP_REPLAY"  # "python": every replay in Python (default: auto)
+enabled = compiled_enabled  # SILAS_EXP_REPLAY=python turns the compiled loop off
 
 
-def enabled() -> bool:
-    """Whether replays may take the compiled loop (``SILAS_EXP_REPLAY=python`` turns it off)."""
-    return os.environ.get(ENGINE_VARIABLE, "auto").strip().lower() != "python"
+def _kernel():
+    """The loop's module, imported on first use: numba's import costs a job
+    that never replays two-tier eviction ~0.4 s."""
+    from silas_exp.eviction.two_tier import kernel
 
-
-def _replay_kernel():
-    """The loop, imported on first use: numba's import costs a job that never
-    replays two-tier eviction ~0.4 s."""
-    from silas_exp.eviction.two_tier.kernel import replay_kernel
-
-    return replay_kernel
+    return kernel
 
 # the simulated main model's answer, counted in characters without encoding it:
 # the encoder's layout (keys sorted, ", " and ": " separators, ASCII escapes) is
@@ -104,8 +101,15 @@ def warm_up() -> None:
 @dataclass(frozen=True)
 class Loop:
     """What the loop takes from a ``TwoTierEviction``: its settings, budget and
-    shares, its linear scorer's weights (and model id, for the feedback rows),
-    and its keep-back broker (None without keep-backs)."""
+    shares, its scorer's weights (and model id, for the feedback rows), and its
+    keep-back broker (None without keep-backs). How Tier 2 scores:
+
+    - ``LINEAR`` (default): ``weights``, fixed;
+    - ``ONLINE``: ``weights`` refitted as ``OnlineScorer.observe`` refits them:
+      ``online`` is the scorer (its ``settings`` and ``refit``);
+    - ``EXTERNAL``: ``scores(items, tok, masked, active, last_ref, turn)`` of the
+      evictable items (indices into the session's items, and their state) in
+      grid steps, from Python: a scorer whose work is not the loop's."""
 
     keepbacks: bool
     zone_cap_factor: float
@@ -115,25 +119,82 @@ class Loop:
     broker: KeepBackBroker | None
     scope_id: str
     scorer_model: str
+    scoring: int = 0  # records.LINEAR
+    online: Any = None
+    scores: Callable[..., np.ndarray] | None = None
 
 
 def replay(session: Session, truth: SessionTruth, budget: TokenBudget, stats: ReplayStats,
-           flush_turn: int | None, loop: Loop) -> bool:
+           flush_turn: int | None, loop: Loop,
+           before_step: Callable[[int], None] | None = None) -> bool:
     """``replay(session, truth, step, budget, stats)`` where ``step`` is the
     strategy's ``step`` (its ``compress`` at ``flush_turn``), through the
     compiled loop: True, or False (nothing replayed, nothing recorded) when the
     session is not one the loop takes (a group named like an item, too many
-    items or turns) or ``stats`` holds a replay already."""
+    items or turns) or ``stats`` holds a replay already.
+
+    ``before_step(turn)`` is called for every turn, each before the scorer
+    changes: an ``ONLINE`` scorer's turns up to a refit just before it, and
+    every turn after the last refit (or, for a scorer that never changes,
+    every turn) once the loop is done."""
     if stats.turns or stats.needs:
         return False
     enc = encoded(session, truth, budget)
     if enc.groups_named_like_items or not enc.fits:
         return False
-    weights = np.ascontiguousarray(np.asarray(loop.weights, dtype=float))
-    out = _replay_kernel()(enc.item_arrays, enc.turn_arrays, params(loop, flush_turn, enc.n_groups),
-                           weights)
+    if loop.scoring == _kernel().EXTERNAL and loop.scores is None:
+        return False
+    out = _run(enc, params(loop, flush_turn, enc.n_groups), loop, before_step)
     _decode(enc, out, loop, budget, stats)
     return True
+
+
+def _run(enc: Encoded, p, loop: Loop, before_step: Callable[[int], None] | None):
+    """The loop on ``enc``, its pauses answered (the scores of an ``EXTERNAL``
+    scorer, an ``ONLINE`` scorer's refits), ``before_step`` called for each
+    turn before the scorer is next asked or changes; its ``ReplayLog``."""
+    K = _kernel()
+    items, n = enc.item_arrays, len(enc.ids)
+    weights = np.array(loop.weights, dtype=float)  # the loop's own: a refit writes into it
+    st = K.new_state(items, enc.turn_arrays, len(weights))
+    ev, w = st.scratch[0], st.w
+    ext_scores = np.empty(n if loop.scoring == K.EXTERNAL else 0, np.int64)
+    online = loop.online if loop.scoring == K.ONLINE else None
+    size = online.settings.window if online is not None else 1
+    ring_x = np.empty((size, len(weights)))
+    ring_y = np.empty(size)
+    io = np.zeros(16, np.int64)
+    if online is not None:
+        io[6], io[7] = online.settings.update_every, online.settings.min_records
+    called = 0  # turns before_step was called for
+
+    def up_to(turn: int) -> int:
+        if before_step is not None:
+            for t in range(called, turn):
+                before_step(t)
+        return max(called, turn)
+
+    while True:
+        K.replay_kernel(items, enc.turn_arrays, p, weights, st, ext_scores, ring_x, ring_y, io)
+        code, turn = io[0], int(io[1])
+        if code == K.SCORES:  # before_step(turn) comes before the turn's step
+            called = up_to(turn + 1)
+            rows = ev[:int(io[2])]
+            ext_scores[:len(rows)] = loop.scores(rows, w.tok[rows], w.masked[rows], w.active[rows],
+                                                 w.last_ref[rows], turn)
+        elif code == K.REFIT:
+            called = up_to(turn + 1)
+            held, slot = int(io[3]), int(io[4])
+            order = np.arange(slot - held, slot) % size  # oldest first, as the scorer's deque
+            online.refit(ring_x[order], ring_y[order])
+            weights[:] = online.weights
+        else:
+            up_to(enc.turns)
+            if online is not None:  # the scorer's window as the Python loop leaves it
+                held, slot = int(io[3]), int(io[4])
+                order = np.arange(slot - held, slot) % size
+                online.restore(ring_x[order], ring_y[order], int(io[5]))
+            return K.replay_log(st, io)
 
 
 def params(loop: Loop, flush_turn: int | None, n_groups: int):
@@ -160,7 +221,7 @@ def params(loop: Loop, flush_turn: int | None, n_groups: int):
         latency_median_ms=float(main.latency_median_ms) if main else 0.0,
         latency_sigma=float(main.latency_sigma) if main else 0.0,
         timeout_ms=float(main.eviction_feedback_timeout_ms) if main else 0.0,
-        key_keepback=keys[0], key_latency=keys[1], key_empty=keys[2])
+        key_keepback=keys[0], key_latency=keys[1], key_empty=keys[2], scoring=int(loop.scoring))
 
 
 def _decode(enc: Encoded, out, loop: Loop, budget: TokenBudget, stats: ReplayStats) -> None:
