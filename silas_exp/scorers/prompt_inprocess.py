@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 from collections.abc import Sequence
 from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
@@ -74,6 +75,7 @@ class InProcess:
         # the answer without items; an item besides its ctx_id (quoted: 2) and relevance (0.5: 3)
         self.answer_fixed = np.array([empty, one - empty - 5, two - 2 * one + empty], np.int64)
         self._buf = np.empty(1 << 16, np.uint8)
+        self._lock = threading.Lock()  # the buffers, if two threads score at once (stateless: they may)
         self._room = 0
         self._rows: dict[str, tuple[tuple, int]] = {}  # ctx_id -> (its fields, its row in _session)
         self._session = None
@@ -213,6 +215,11 @@ class InProcess:
         """The relevances the simulated model answers for the items ``rows`` of
         ``table`` (their tokens, masked, active and last reference as given) at
         ``turn``, in that order; the call counted in the client's accounting."""
+        with self._lock:
+            return self._scores(table, rows, tok, masked, active, last_ref, turn)
+
+    def _scores(self, table: Table, rows: np.ndarray, tok: np.ndarray, masked: np.ndarray,
+                active: np.ndarray, last_ref: np.ndarray, turn: int) -> np.ndarray:
         K = _kernel()
         k = len(rows)
         if k > self._room or k * table.line_bytes + 16 > len(self._buf):
@@ -281,7 +288,7 @@ def _piece(key: tuple, P: Any) -> tuple | None:
                  NOT_COMPLETED if completed is None else completed,
                  P._ZONE_TERM.get(zone, 0.0) + P._KIND_TERM.get(kind, 0.0), st == "error",
                  float(found.group(1)) if found else 0.5, len(encode_basestring_ascii(ctx_id)))
-    if len(_PIECES) >= 1 << 17:
+    if len(_PIECES) >= 1 << 15:  # a case's items and its reference's; a job's next case starts afresh
         _PIECES.clear()
     _PIECES[key] = piece
     return piece
