@@ -292,3 +292,22 @@ def _piece(key: tuple, P: Any) -> tuple | None:
         _PIECES.clear()
     _PIECES[key] = piece
     return piece
+
+
+def warm_up() -> None:
+    """Load the compiled functions' machine code (numba's cache, or compiled on
+    a machine's first run) with the argument types calls use, so that a
+    launcher's forked workers start with it."""
+    K = _kernel()
+    n = 2
+    off = np.arange(n + 1, dtype=np.int64)
+    piece = np.frombuffer(b"ab", np.uint8).copy()
+    ints, floats = np.ones(n, np.int64), np.zeros(n)
+    table = K.PromptItems(off, piece, ints, off, piece, ints, np.zeros(n + 1, np.int64),
+                          np.empty(0, np.uint8), off, piece, ints, ints, floats,
+                          np.zeros(n, np.bool_), floats, floats, ints)
+    rows, flags = np.arange(n, dtype=np.int64), np.zeros(n, np.bool_)
+    ages, bits, z = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
+    K.prompt_block(table, rows, ints, flags, flags, ints, 3, np.ones(7), np.empty(256, np.uint8),
+                   ages, bits, z)
+    K.prompt_answer(table, rows, ages, z, floats, np.zeros(4), np.zeros(3, np.int64), np.empty(n))

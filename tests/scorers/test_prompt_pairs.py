@@ -211,3 +211,15 @@ def test_the_answer_is_json_the_schema_allows(sim):
     table, rows = sim.live_rows(items)
     r = sim.scores(table, rows, *_arrays(items), TURN)
     assert ((r >= 0) & (r <= 1)).all() and json.dumps(r.tolist())
+
+
+def test_warm_up_loads_the_one_specialization_calls_use(sim):
+    """The launcher's warm-up loads the machine code calls then run: the same
+    argument types, so no call compiles a second specialization."""
+    from silas_exp.scorers.prompt_inprocess import warm_up
+
+    warm_up()
+    items = _items(5)
+    table, rows = sim.live_rows(items)
+    sim.scores(table, rows, *_arrays(items), TURN)
+    assert len(K.prompt_block.signatures) == 1 and len(K.prompt_answer.signatures) == 1

@@ -96,6 +96,9 @@ def warm_up() -> None:
                 scorer_model="heuristic")
     replay(session, SessionTruth(), budget, ReplayStats(), None, loop)
     forget_encodings()
+    from silas_exp.scorers.prompt_inprocess import warm_up as prompt_warm_up
+
+    prompt_warm_up()  # the prompt scorer's in-process answers, which the loop's pauses ask for
 
 
 @dataclass(frozen=True)
