@@ -56,8 +56,12 @@ def enabled() -> bool:
 
 def _replay_kernel():
     """The loop, imported on first use: numba's import costs a job that never
-    replays two-tier eviction ~0.4 s."""
+    replays two-tier eviction ~0.4 s. A compile of it under way in the
+    background (``ahead``) is waited for, then its machine code loaded."""
+    from silas_exp.eviction.two_tier import ahead
     from silas_exp.eviction.two_tier.kernel import replay_kernel
+
+    ahead.wait()
 
     return replay_kernel
 
