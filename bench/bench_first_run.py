@@ -1,7 +1,7 @@
 """A newcomer's first run against their second: the README sweep on a fresh clone.
 
     python bench/bench_first_run.py [--against REV] [--pairs 1] [--args "-m scorer=weights,prompt,online"]
-    python bench/bench_first_run.py --quick     # a 2-job sweep on the smoke suite, Python replay
+    python bench/bench_first_run.py --quick     # a 2-job sweep on the smoke suite: Python replay, no tracking
 
 Each tree (this repository's HEAD commit, and with ``--against REV`` that
 commit too) is cloned afresh with ``git clone``: no numba cache beside the
@@ -32,7 +32,7 @@ from _results import save  # bench/ helper
 from _sweeps import REPO, run_command
 
 DEFAULT = "-m scorer=weights,prompt,online"
-QUICK = "-m scorer=heuristic,weights repeats=1 suite=smoke"
+QUICK = "-m scorer=heuristic,weights repeats=1 suite=smoke tracking=none"
 TARGET = 1.2
 # what a newcomer's shell does not have: caches and stores pointed elsewhere
 SCRUBBED = ("NUMBA_", "SILAS_EXP_", "MLFLOW_TRACKING_", "MLFLOW_EXPERIMENT_", "XDG_", "MPLCONFIGDIR",
