@@ -138,7 +138,7 @@ def sequential_cases(study: Study, pool: Any, cases_per_block: int, seed: int, r
             if made:
                 log.info(f"Generated {made} case(s) of block {b} of the pool")
             if ahead.compiling():  # a core to spare until the loop is compiled: later cases now
-                later = sorted(pool.loaded.calibration_ids) + [
+                later = [c for c in pool.loaded.pool.ids() if c in pool.loaded.calibration_ids] + [
                     pool.ids[i] for c in range(b + 1, blocks) for i in block_of(len(pool), c, size, seed)]
                 made = make_while(pool.loaded.pool, later, ahead.compiling)
                 if made:
