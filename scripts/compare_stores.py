@@ -4,10 +4,13 @@ change that must not alter what a sweep records (its speed, its order).
 Each store's experiment (by name) is read with MLflow's client: its runs by
 name, each run's params, tags, metrics (last value), artifact paths and
 dataset inputs (name, digest, source, context). What differs between two
-honest runs of the same sweep is left out: run and experiment ids, times,
-durations, the sweep's id and folder, the code revision, host paths, and
-metrics declared wall-clock (``unit: s`` / ``ms`` of a real clock). Exit 0
-when both agree, 1 when they differ (each difference printed), 2 on bad input.
+honest runs of the same sweep is left out: run ids, times, the sweep's id,
+the code revision, the user, the config hash (it covers the suite's path,
+which names the checkout) and wall-clock latencies. Metrics declared
+``billing`` (how an answer was obtained: a cache hit or a call, which job
+calibrated first) are printed apart and do not count, as in
+``compare_sweeps.py``. Exit 0 when both agree, 1 when they differ (each
+difference printed).
 
     python scripts/compare_stores.py sqlite:///A/mlruns/mlflow.db sqlite:///B/mlruns/mlflow.db [--experiment silas-default]
 """
@@ -18,14 +21,17 @@ import argparse
 import json
 import re
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from silas_exp.metrics.registry import find_spec  # noqa: E402
 
 # values that name this run, this machine or this moment, not what the sweep found
 VOLATILE_TAGS = re.compile(r"^(mlflow\.source\.|mlflow\.user$|mlflow\.parentRunId$|mlflow\.runName$|"
                            r"mlflow\.note\.content$|mlflow\.log-model\.history$|silas\.sweep_id$|"
-                           r"silas\.sweep_dir$|silas\.git_|silas\.code_|silas\.host|silas\.started|"
-                           r"silas\.ended|silas\.duration|silas\.parent_run)")
-WALL_CLOCK_METRICS = re.compile(r"(wall|duration|elapsed|_seconds$|\.seconds$|time_s$|latency_ms$|"
-                                r"cpu_s$|_s$)")
+                           r"silas\.git_revision$|silas\.config_hash$)")
+WALL_CLOCK_METRICS = re.compile(r"latency_ms$")
 
 
 def _clean(value: str, ids: dict[str, str]) -> str:
@@ -87,7 +93,13 @@ def main() -> None:
     parser.add_argument("--experiment", default="silas-default")
     ns = parser.parse_args()
     a, b = read(ns.a, ns.experiment), read(ns.b, ns.experiment)
-    found = diff(a, b)
+    found, billing = [], []
+    for line in diff(a, b):
+        metric = re.search(r"/metrics/([^:]+):", line)
+        spec = find_spec(metric.group(1)) if metric else None
+        (billing if spec is not None and spec.billing else found).append(line)
+    for line in billing:
+        print("billing (not counted):", line)
     for line in found:
         print(line)
     n = sum(len(r["params"]) + len(r["tags"]) + len(r["metrics"]) + len(r["artifacts"]) + len(r["inputs"])
