@@ -54,23 +54,30 @@ def run_sweep(args: list[str], extra_env: dict[str, str] | None = None, tree: Pa
             env["PYTHONPATH"] = str(tree)
         cmd = [sys.executable, "-m", "silas_exp", *args, f"paths.suites={REPO / 'suites'}",
                f"hydra.sweep.dir={tmp}/multirun"]
-        err = Path(tmp) / "stderr.txt"
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        lines: list[tuple[float, str]] = []
-        with open(err, "w") as errfile:
-            proc = subprocess.Popen(cmd, cwd=tree or REPO, env=env, stdout=subprocess.PIPE,
-                                    stderr=errfile, text=True)
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                lines.append((time.perf_counter() - t0, line.rstrip("\n")))
-            code = proc.wait()
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if code != 0:
-            raise SystemExit(f"sweep failed ({code}): {' '.join(args)}\n{err.read_text()[-3000:]}")
+        run = run_command(cmd, tree or REPO, env, Path(tmp) / "stderr.txt")
         if keep is not None:
             shutil.copytree(Path(tmp) / "multirun", keep, dirs_exist_ok=True)
+        return run
+
+
+def run_command(cmd: list[str], cwd: Path, env: dict[str, str], err: Path) -> SweepRun:
+    """Run a sweep's command in ``cwd``: its wall and CPU time (its own and every
+    process it waited for), and the breakdown from its output lines; its
+    standard error goes to ``err``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    lines: list[tuple[float, str]] = []
+    with open(err, "w") as errfile:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=errfile, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append((time.perf_counter() - t0, line.rstrip("\n")))
+        code = proc.wait()
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if code != 0:
+        raise SystemExit(f"sweep failed ({code}): {' '.join(cmd)}\n{err.read_text()[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     run = SweepRun(wall, cpu)
     started = next((t for t, line in lines if LAUNCHING.search(line)), None)

@@ -158,6 +158,9 @@ class SilasSweeper(BasicSweeper):
 
         assert self.config is not None
         from silas_exp.analysis.baseline import baseline_arm
+        from silas_exp.eviction.two_tier import ahead
+
+        ahead.start()  # a first run's compile of the replay loop, beside what follows
 
         self.arm = baseline_arm(self.config.get("analysis") or {}, str(self.config.suite.path),
                                 Path(str(self.config.hydra.sweep.dir)))

@@ -152,7 +152,7 @@ for name, unit, meaning in (("calls", "count", "model calls"), ("retries", "coun
        per_case=False, billing=True)
 _m("llm.overhead.cost_usd_simulated", "none", "usd (simulated)",
    "llm.overhead.cost_usd of a simulated run: what those calls would have cost; nothing was spent",
-   per_case=False)
+   per_case=False, billing=True)
 
 # -- calibration ------------------------------------------------------------------
 _m("calibration.candidates", "none", "count", "feedback candidates the calibration fit used",

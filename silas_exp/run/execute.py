@@ -33,15 +33,21 @@ def warm_up() -> None:
     """Import in the launching process what a job imports on first use (scipy's
     stats and optimize: ~0.5 s of CPU each), and load the compiled replay loop
     (numba and the loop's machine code: ~0.5 s from numba's cache; on a
-    machine's first run it compiles, ~40 s of CPU, once here instead of in every
-    worker). The default launcher calls this before it forks its workers
-    (``hydra.launcher.before_fork``), so they start with them; the end of the
-    sweep needs scipy.stats anyway."""
+    machine's first run it compiles, ~40 s of CPU, once, in the process the
+    sweep started for it at its start: ``two_tier.ahead``). While that compile
+    runs, the report's imports are made here too (matplotlib builds its font
+    list on a first run). The default launcher calls this before it forks its
+    workers (``hydra.launcher.before_fork``), so they start with them; the end
+    of the sweep needs scipy.stats anyway."""
     import scipy.optimize  # noqa: F401
     import scipy.stats  # noqa: F401
 
-    from silas_exp.eviction.two_tier import compiled
+    from silas_exp.eviction.two_tier import ahead, compiled
 
+    if ahead.compiling():
+        from silas_exp.run.sweep_end import prepare
+
+        prepare()
     compiled.warm_up()
 
 

@@ -129,13 +129,20 @@ def sequential_cases(study: Study, pool: Any, cases_per_block: int, seed: int, r
         return [[*job, f"repeat={r}", f"block={b}"] for r in range(repeats) for job in open_jobs]
 
     def make_cases(b: int) -> None:  # the block's pool cases, made in parallel, once
-        from silas_exp.data.suites.pool import materialize
+        from silas_exp.data.suites.pool import make_while, materialize
+        from silas_exp.eviction.two_tier import ahead
 
         if pool.loaded.pool is not None:
             ids = [pool.ids[i] for i in block_of(len(pool), b, size, seed)]
             made = materialize(pool.loaded.pool, ids)
             if made:
                 log.info(f"Generated {made} case(s) of block {b} of the pool")
+            if ahead.compiling():  # a core to spare until the loop is compiled: later cases now
+                later = [c for c in pool.loaded.pool.ids() if c in pool.loaded.calibration_ids] + [
+                    pool.ids[i] for c in range(b + 1, blocks) for i in block_of(len(pool), c, size, seed)]
+                made = make_while(pool.loaded.pool, later, ahead.compiling)
+                if made:
+                    log.info(f"Generated {made} later case(s) of the pool while the replay loop compiles")
 
     log.info(f"Sequential over cases: {len(pool)} cases in {blocks} blocks of {size} "
              f"(order fixed by seed={seed}), {repeats} repeat(s) each; verdicts looked at "

@@ -46,6 +46,22 @@ def test_bench_quick_run(tmp_path, script, name, keys):
     assert keys <= set(result) and _finite(result)
 
 
+@pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(),
+                    reason="needs git and a clone of the repository")
+def test_first_run_bench_runs_a_fresh_clone_twice(tmp_path):
+    """--quick clones HEAD, runs a small sweep in the clone twice with an empty
+    HOME, and reports first / second."""
+    env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path)}
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "bench_first_run.py"), "--quick"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "first_run.json").read_text())
+    assert set(result["trees"]) == {"this"} and _finite(result)
+    [pair] = result["pairs"]
+    assert pair["this"]["first"]["jobs"] == pair["this"]["second"]["jobs"] == 2
+    assert result["wall_ratio"] == pair["this"]["wall_ratio"] > 0
+
+
 def test_replay_breakdown_accounts_for_every_part(tmp_path):
     """--breakdown splits each workload's timed pass into parts that add up to it,
     none negative (each part is net of the parts timed inside it); two-tier

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from silas_exp.tracking.payload import MAX_PARAMS
 
+from ..conftest import REPO
 from .conftest import run_silas
 
 
@@ -198,3 +200,21 @@ def test_parent_run_tells_the_result(swept):
     assert "scorer=heuristic,weights" in parent.info.run_name
     names = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"ablation.html", "ablation.md", "ablation_table.json"} <= names
+
+
+def test_compare_stores_finds_the_same_sweep_and_a_changed_metric(swept):
+    """scripts/compare_stores.py reads two stores back as MLflow does: a store's
+    copy is IDENTICAL; one metric logged again with another value is named."""
+    tmp, client, _, runs = swept
+    copy = tmp / "copy.db"
+    shutil.copy(tmp / "mlruns" / "mlflow.db", copy)
+    script = [sys.executable, str(REPO / "scripts" / "compare_stores.py"),
+              f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}", f"sqlite:///{copy}", "--experiment", "silas-smoke"]
+    same = subprocess.run(script, capture_output=True, text=True, timeout=300)
+    assert same.returncode == 0 and same.stdout.strip().endswith("IDENTICAL"), same.stdout + same.stderr
+    child = _children(runs)[0]
+    MlflowClient(f"sqlite:///{copy}").log_metric(child.info.run_id, "summary.pass_rate", 2.0)
+    changed = subprocess.run(script, capture_output=True, text=True, timeout=300)
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert f"/{child.info.run_name}/metrics/summary.pass_rate: " in changed.stdout
+    assert "1 difference(s)" in changed.stdout

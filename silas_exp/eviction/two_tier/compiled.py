@@ -53,9 +53,11 @@ enabled = compiled_enabled  # SILAS_EXP_REPLAY=python turns the compiled loop of
 
 def _kernel():
     """The loop's module, imported on first use: numba's import costs a job
-    that never replays two-tier eviction ~0.4 s."""
-    from silas_exp.eviction.two_tier import kernel
+    that never replays two-tier eviction ~0.4 s. A compile of it under way in
+    the background (``ahead``) is waited for, then its machine code loaded."""
+    from silas_exp.eviction.two_tier import ahead, kernel
 
+    ahead.wait()
     return kernel
 
 # the simulated main model's answer, counted in characters without encoding it:
