@@ -11,9 +11,10 @@ variant of a repeat):
 * ``keepback``: each candidate's keep-back is the simulated model's, or, when
   it departs, the other model's: kept back at the proposal's mean keep-back
   rate, blind to whether the candidate is needed (same rate, wrong items).
-* ``scorer``: each item's relevance is the simulated model's, or, when it
-  departs, the other model's fixed, uninformed opinion of that item (a
-  logistic of a normal keyed by the item, spread like a scorer's).
+* ``scorer``: each item's relevance logit is the blend (1 − departure) ×
+  the simulated model's + departure × the other model's fixed, uninformed
+  opinion of that item (a normal keyed by the item, spread like a scorer's):
+  a ranking moves by degrees, where replacing whole items would reorder it.
 * every other task (probe answers, the judge, summaries): the whole answer is
   the simulated model's, or, when it departs, the simulated model's under an
   independent namespace (the same model with other noise).
@@ -87,17 +88,13 @@ def _depart_keepback(request: LLMRequest, data: dict, draws: KeyedDraws, other: 
     return {"exclude_ctx_ids": out_keep, "reasons": out_reasons}
 
 
-def _depart_scores(request: LLMRequest, data: dict, draws: KeyedDraws, other: KeyedDraws,
-                   d: float) -> dict:
+def _depart_scores(data: dict, other: KeyedDraws, d: float) -> dict:
     scores = data.get("scores", [])
-    names = [s["ctx_id"] for s in scores]
-    mix = draws.uniforms(_counter(request), names)
     out = []
-    for s, u in zip(scores, mix, strict=True):
-        if u < d:
-            z = _OTHER_SD * other.normal((0,), s["ctx_id"])
-            s = {"ctx_id": s["ctx_id"], "relevance": round(1 / (1 + math.exp(-z)), 4)}
-        out.append(s)
+    for s in scores:
+        r = min(max(s["relevance"], 1e-4), 1 - 1e-4)
+        z = (1 - d) * math.log(r / (1 - r)) + d * _OTHER_SD * other.normal((0,), s["ctx_id"])
+        out.append({"ctx_id": s["ctx_id"], "relevance": round(1 / (1 + math.exp(-z)), 4)})
     return {"scores": out}
 
 
@@ -125,7 +122,7 @@ class DepartingBackend(SimulatedBackend):
             if task == "keepback":
                 data = _depart_keepback(request, data, draws, other, d)
             elif task == "scorer":
-                data = _depart_scores(request, data, draws, other, d)
+                data = _depart_scores(data, other, d)
             elif draws.uniform(_counter(request), "call") < d:
                 data = super().answer(request, f"{namespace}/departed").data
         latency = base.latency_ms
