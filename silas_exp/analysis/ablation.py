@@ -52,6 +52,8 @@ from silas_exp.stats import (
     sprt_with_pilot,
     verdict,
 )
+from silas_exp.stats.control_variate import MIN_INFORMATIVE, Corrected, select
+from silas_exp.stats.control_variate import interval as cv_interval
 from silas_exp.variants import find_variant
 
 
@@ -129,12 +131,18 @@ def _compare(data: SweepData, variant: str, control: str, metric: str, s: Analys
     m = a - b
     keep = ~np.all(np.isnan(m), axis=1) if len(cases) else np.zeros(0, bool)
     m, a, b = m[keep], a[keep], b[keep]
+    cases = [c for c, k in zip(cases, keep, strict=True) if k]
     if m.size == 0 or np.all(np.isnan(m)):
         return None
-    ci = cluster_bootstrap_ci(m, n_resamples=s.n_resamples, confidence=s.confidence, seed=s.seed,
-                              expanded=True)
     with _quiet():
         per_case = np.nanmean(m, axis=1)
+    cv = _corrected(data, variant, control, metric, cases, per_case)
+    if cv is None:
+        ci = cluster_bootstrap_ci(m, n_resamples=s.n_resamples, confidence=s.confidence,
+                                  seed=s.seed, expanded=True)
+        estimate, low, high = ci.estimate, ci.low, ci.high
+    else:
+        estimate, (low, high) = cv.estimate, cv_interval(cv, s.confidence)
     (mean, sd), (cmean, csd) = _paired_mean(a), _paired_mean(b)
     sprt = None
     if use_sprt:
@@ -142,11 +150,37 @@ def _compare(data: SweepData, variant: str, control: str, metric: str, s: Analys
             sprt = sprt_with_pilot(per_case, delta=mde, pilot=5).decision
         else:
             sprt = "needs --mde and more than 6 cases"
-    return Comparison(variant, metric, mean, sd, ci.estimate, ci.low, ci.high,
+    return Comparison(variant, metric, mean, sd, estimate, low, high,
                       paired_permutation(per_case, seed=s.seed).pvalue,
                       paired_wilcoxon(per_case).pvalue, math.nan, cohens_dz(per_case), len(m),
                       m.shape[1], int(np.sum(~np.isnan(m))), margin, Verdict.NO_DIFFERENCE,
-                      sprt=sprt, control_mean=cmean, control_sd=csd, confidence=s.confidence)
+                      sprt=sprt, control_mean=cmean, control_sd=csd, confidence=s.confidence,
+                      multiplier=cv.multiplier if cv else math.nan,
+                      covariates=cv.covariates if cv else ())
+
+
+def _corrected(data: SweepData, variant: str, control: str, metric: str, cases: list[str],
+               per_case: np.ndarray) -> Corrected | None:
+    """The paid per-case differences corrected by the study's simulated twin
+    (and the baseline's history where it helps): None without a twin of both
+    arms on every paid case, on a pool the paid cases cover, or with too few
+    informative cases (``MIN_INFORMATIVE``)."""
+    twin = data.twin
+    if twin is None or metric == ERROR_METRIC or not {variant, control} <= set(twin.variants()):
+        return None
+    xv, xc = twin.case_means(variant, metric), twin.case_means(control, metric)
+    x = {c: xv[c] - xc[c] for c in xv.keys() & xc.keys()}
+    rest = sorted(set(x) - set(cases))
+    if not rest or any(c not in x for c in cases) or np.any(np.isnan(per_case)) \
+            or int(np.count_nonzero(per_case)) < MIN_INFORMATIVE:
+        return None
+    covariates = {"simulated": (np.array([x[c] for c in cases]), np.array([x[c] for c in rest]))}
+    history = {c: row[metric] for c, row in (data.history or {}).items()
+               if metric in row and not math.isnan(row[metric])}
+    if all(c in history for c in (*cases, *rest)):
+        covariates["baseline"] = (np.array([history[c] for c in cases]),
+                                  np.array([history[c] for c in rest]))
+    return select(per_case, covariates, "simulated")
 
 
 def _paired_mean(values: np.ndarray) -> tuple[float, float]:
@@ -258,11 +292,27 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
         if metric in gated:
             result.gated.append(metric)
         result.comparisons += rows
+    result.notes += _multiplier_notes(result)
     result.sensitivity = _sensitivity(data, result.gated, margins, s.sensitivity_floor)
     for variant in variants:
         result.verdicts[variant] = _decide(data, result, variant, control)
     annotate(data, result, s.seed, s.n_resamples)
     return result
+
+
+def _multiplier_notes(r: AblationResult) -> list[str]:
+    """The report's line per variant on what the simulated twin bought: each
+    metric's effective sample multiplier (the variance of the paid cases' plain
+    mean over the corrected one's)."""
+    notes = []
+    for variant in dict.fromkeys(c.variant for c in r.comparisons if c.covariates):
+        parts = [f"{display_name(c.metric)} ×{c.multiplier:.2f}"
+                 + (" (with the baseline's history)" if "baseline" in c.covariates else "")
+                 for c in r.comparisons if c.variant == variant and c.covariates]
+        notes.append(f"{variant}: the simulated replay of every pool case as a control variate "
+                     "(prediction-powered, PPI++ weight); effective sample multiplier "
+                     + ", ".join(parts))
+    return notes
 
 
 def _decide(data: SweepData, r: AblationResult, variant: str, control: str) -> VariantVerdict:

@@ -50,6 +50,12 @@ class SweepData:
     control_arm: ControlArm | None = None  # the promoted baseline's configuration, run as a variant
     # metric -> {gap, separation, sensitive}: the suite's stored oracle-vs-random figures
     sensitivity: dict[str, dict] | None = None
+    # the study's simulated twin: every arm replayed with the simulated model on every
+    # case of the pool (free); its per-case differences correct the paid ones
+    twin: SweepData | None = None
+    # the promoted baseline's logged per-case values (case -> metric -> mean over its
+    # repeats) on the pool: a second covariate where it helps
+    history: dict[str, dict[str, float]] | None = None
 
     def variants(self) -> list[str]:
         return sorted({j.variant for j in self.jobs})
@@ -98,6 +104,18 @@ class SweepData:
             for i, c in enumerate(cases):
                 if c in job.cases and (metric in OUTCOME_METRICS or job.completed(c)):
                     out[i, j] = job.cases[c].get(metric, math.nan)
+        return out
+
+    def case_means(self, variant: str, metric: str) -> dict[str, float]:
+        """Each case's mean over the variant's repeats (NaN-free), by case id."""
+        jobs = list(self.jobs_of(variant).values())
+        out: dict[str, float] = {}
+        for c in set().union(*[j.cases for j in jobs]) if jobs else ():
+            vals = [j.cases[c].get(metric, math.nan) for j in jobs if c in j.cases
+                    and (metric in OUTCOME_METRICS or j.completed(c))]
+            vals = [v for v in vals if not math.isnan(v)]
+            if vals:
+                out[c] = sum(vals) / len(vals)
         return out
 
     def run_values(self, variant: str, metric: str) -> list[float]:

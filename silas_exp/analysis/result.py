@@ -42,6 +42,10 @@ class Comparison:
     control_mean: float = math.nan
     control_sd: float = math.nan
     confidence: float = math.nan  # of the CI (a sequential study: the look it stopped at)
+    # the simulated replay as a control variate (silas_exp.stats.control_variate): the
+    # effective sample multiplier it bought and the covariates used (none: no correction)
+    multiplier: float = math.nan
+    covariates: tuple[str, ...] = ()
 
 
 @dataclass

@@ -113,6 +113,20 @@ def corrected_mean(y, x_paid, x_rest, names: tuple[str, ...] | None = None) -> C
                      df, names)
 
 
+# fewer paid cases than this with a nonzero difference: no correction (the plain
+# interval, which keeps its width without disagreement, decides)
+MIN_INFORMATIVE = 10
+
+
+def interval(c: Corrected, confidence: float) -> tuple[float, float]:
+    """Two-sided ``confidence`` interval of the corrected mean: Student's t on
+    the residual degrees of freedom (``c.df``)."""
+    from scipy.stats import t
+
+    q = float(t.ppf(1 - (1 - confidence) / 2, max(c.df, 1)))
+    return c.estimate - q * c.se, c.estimate + q * c.se
+
+
 KEEP_GAIN = 0.10  # a further covariate must cut the estimated variance by this share
 
 

@@ -1,0 +1,75 @@
+"""The ablation with a simulated twin: the paid per-case differences corrected
+by the twin's over the whole pool, the multiplier in the report, and no
+correction where the twin cannot help honestly."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from silas_exp.analysis.ablation import ablation
+from silas_exp.analysis.data import JobData, SweepData
+from silas_exp.analysis.settings import AnalysisSettings
+
+METRIC = "context.retrieval_relevance"
+CONTROL, VARIANT = "scorer=heuristic", "scorer=weights"
+
+
+def _jobs(values: dict[str, dict[str, float]]) -> list[JobData]:
+    return [JobData(arm, 0, {}, {c: {METRIC: v, "summary.pass": 1.0, "summary.error": 0.0}
+                                 for c, v in rows.items()},
+                    status={c: "pass" for c in rows}) for arm, rows in values.items()]
+
+
+def _study(paid: int = 40, pool: int = 320, rho: float = 0.95, seed: int = 0, z_weight: float = 0.0):
+    rng = np.random.default_rng(seed)
+    ids = [f"c{i:03d}" for i in range(pool)]
+    level = rng.normal(0.7, 0.05, pool)
+    x = rng.normal(0.0, 0.04, pool)  # the simulated difference
+    z = rng.normal(0.0, 0.04, pool)  # what the baseline's history knows of a case
+    # the paid difference
+    y = rho * x + z_weight * z + np.sqrt(1 - rho**2) * rng.normal(0.0, 0.04, pool)
+    twin = SweepData("twin", "", _jobs({CONTROL: dict(zip(ids, level, strict=True)),
+                                        VARIANT: dict(zip(ids, level + x, strict=True))}))
+    paid_ids = ids[:paid]
+    data = SweepData("s", "", _jobs({CONTROL: {c: level[i] for i, c in enumerate(paid_ids)},
+                                     VARIANT: {c: level[i] + y[i] for i, c in enumerate(paid_ids)}}))
+    return data, twin, y[:paid], dict(zip(ids, z, strict=True))
+
+
+def _row(result):
+    return next(c for c in result.comparisons if c.metric == METRIC)
+
+
+def test_a_good_twin_narrows_the_interval_around_the_corrected_estimate():
+    data, twin, y, _ = _study()
+    settings = AnalysisSettings(gate=[METRIC])
+    plain = _row(ablation(data, settings, metrics=[METRIC]))
+    data.twin = twin
+    result = ablation(data, settings, metrics=[METRIC])
+    row = _row(result)
+    assert plain.covariates == () and np.isnan(plain.multiplier)
+    assert abs(plain.delta - np.mean(y)) < 1e-12
+    assert row.covariates == ("simulated",) and row.multiplier > 3
+    assert (row.ci_high - row.ci_low) < 0.7 * (plain.ci_high - plain.ci_low)
+    assert row.delta != plain.delta
+    assert any("effective sample multiplier" in n and "×" in n for n in result.notes)
+
+
+def test_no_correction_when_the_twin_misses_a_paid_case_or_every_case_is_paid():
+    data, twin, _, _ = _study()
+    settings = AnalysisSettings(gate=[METRIC])
+    for job in twin.jobs:
+        job.cases.pop("c000")
+    data.twin = twin
+    assert _row(ablation(data, settings, metrics=[METRIC])).covariates == ()
+    whole, twin, _, _ = _study(paid=320)
+    whole.twin = twin
+    assert _row(ablation(whole, settings, metrics=[METRIC])).covariates == ()
+
+
+def test_the_baseline_history_is_a_second_covariate_only_where_it_helps():
+    settings = AnalysisSettings(gate=[METRIC])
+    for weight, used in ((0.0, ("simulated",)), (1.0, ("simulated", "baseline"))):
+        data, twin, _, z = _study(rho=0.3, seed=1, z_weight=weight)
+        data.twin, data.history = twin, {c: {METRIC: v} for c, v in z.items()}
+        assert _row(ablation(data, settings, metrics=[METRIC])).covariates == used
