@@ -244,10 +244,14 @@ def _sensitivity(data: SweepData, metrics: list[str], margins: dict[str, float],
 def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
              metrics: list[str] | None = None, use_sprt: bool = False,
              mde: float | None = None,
-             confidence_of: Mapping[str, float] | None = None) -> AblationResult:
+             confidence_of: Mapping[str, float] | None = None,
+             pool_cases: int | None = None) -> AblationResult:
     """The verdicts of every variant against the control. ``confidence_of``
     reads a variant's intervals at a confidence of its own (the look of a
-    sequential study it stopped at) instead of ``settings.confidence``."""
+    sequential study it stopped at) instead of ``settings.confidence``.
+    ``pool_cases``: the cases the study could draw (a sequential study's
+    pool; default: the cases the control ran), beyond which a number of cases
+    needed is out of reach."""
     s = settings or AnalysisSettings()
     own = {v: s.model_copy(update={"confidence": c}) for v, c in (confidence_of or {}).items()}
     control, reason = pick_control(data, s)
@@ -262,7 +266,8 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
         gated.append(ERROR_METRIC)  # errors always gate
     shown = list(dict.fromkeys(gated + list(metrics or reported_for(kind))))
     result = AblationResult(data.sweep_id, data.command, control, reason, kind, shown, [],
-                            s.correction, s.confidence, {}, min_cases=s.min_cases)
+                            s.correction, s.confidence, {}, min_cases=s.min_cases,
+                            pool_cases=pool_cases or _cases_run(data, control))
     margins: dict[str, float] = {}
     for metric in shown:
         mspec = spec(metric)
@@ -289,6 +294,7 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
                 if r.call is MetricCall.UNDECIDED:
                     need = cases_needed(d, r.margin, r.n_cases)
                     r.n_needed = max(need, s.min_cases) if need else None
+                    r.pool_cases = result.pool_cases
         if metric in gated:
             result.gated.append(metric)
         result.comparisons += rows
@@ -313,6 +319,11 @@ def _multiplier_notes(r: AblationResult) -> list[str]:
                      "(prediction-powered, PPI++ weight); effective sample multiplier "
                      + ", ".join(parts))
     return notes
+
+
+def _cases_run(data: SweepData, control: str) -> int:
+    """The distinct cases the control ran: a fixed design's whole suite."""
+    return len({c for j in data.jobs if j.variant == control for c in j.cases})
 
 
 def _decide(data: SweepData, r: AblationResult, variant: str, control: str) -> VariantVerdict:

@@ -46,6 +46,7 @@ class Comparison:
     # effective sample multiplier it bought and the covariates used (none: no correction)
     multiplier: float = math.nan
     covariates: tuple[str, ...] = ()
+    pool_cases: int | None = None  # the cases the study could draw (for ``n_needed``'s wording)
 
 
 @dataclass
@@ -83,6 +84,9 @@ class AblationResult:
     notes: list[str] = field(default_factory=list)
     min_cases: int = 6
     ranking: Ranking | None = None  # two or more ship: which is better (analysis.decision)
+    # the cases a study could draw (a sequential study's pool, else the cases it ran):
+    # a number of cases needed beyond it is said to be out of reach
+    pool_cases: int | None = None
 
     def table(self, metric: str) -> list[Comparison]:
         return [c for c in self.comparisons if c.metric == metric]
