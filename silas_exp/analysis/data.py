@@ -191,6 +191,27 @@ def merge_blocks(jobs: list[JobData]) -> list[JobData]:
     return out
 
 
+TWIN_FILE = "twin.json"  # a paid study's simulated twin (silas_exp.study.loop.write_twin)
+
+
+def write_twin_file(sweep_dir: Path, jobs: list[JobData]) -> None:
+    """The twin's per-case results (one record per arm and repeat), whole or not at all."""
+    from silas_exp.records import write_json_atomic
+
+    write_json_atomic(sweep_dir / TWIN_FILE, {"version": 1, "jobs": [
+        {"variant": j.variant, "repeat": j.repeat, "cases": j.cases, "status": j.status}
+        for j in jobs]})
+
+
+def read_twin_file(sweep_dir: Path) -> SweepData | None:
+    path = sweep_dir / TWIN_FILE
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    return SweepData("twin", "", [JobData(j["variant"], j["repeat"], {}, j["cases"],
+                                          status=j["status"]) for j in data["jobs"]])
+
+
 def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None,
                    keep: Callable[[JobResult], bool] | None = None) -> SweepData:
     """Finished jobs of a sweep folder (``keep``: only the jobs it keeps), the
@@ -208,7 +229,8 @@ def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None,
         arm = ControlArm.from_json(control["baseline"]) if control.get("baseline") else None
     return SweepData(info.sweep_id if info else sweep_dir.name, info.command if info else "", jobs,
                      list(info.swept_keys) if info else [], added_control=added, control_arm=arm,
-                     sensitivity=load_sensitivity(suite_dir) if suite_dir else None)
+                     sensitivity=load_sensitivity(suite_dir) if suite_dir else None,
+                     twin=read_twin_file(sweep_dir))
 
 
 SENSITIVITY_FILE = "sensitivity.json"  # in the suite folder: silas-exp sensitivity writes it

@@ -4,11 +4,18 @@ correction where the twin cannot help honestly."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 
 from silas_exp.analysis.ablation import ablation
 from silas_exp.analysis.data import JobData, SweepData
 from silas_exp.analysis.settings import AnalysisSettings
+from tests.conftest import REPO
 
 METRIC = "context.retrieval_relevance"
 CONTROL, VARIANT = "scorer=heuristic", "scorer=weights"
@@ -73,3 +80,26 @@ def test_the_baseline_history_is_a_second_covariate_only_where_it_helps():
         data, twin, _, z = _study(rho=0.3, seed=1, z_weight=weight)
         data.twin, data.history = twin, {c: {METRIC: v} for c, v in z.items()}
         assert _row(ablation(data, settings, metrics=[METRIC])).covariates == used
+
+
+@pytest.mark.slow
+def test_a_paid_sequential_study_writes_its_twin_and_reports_what_it_bought(tmp_path):
+    """A sweep on a model that is not the simulator (the departing model, through
+    the sweeper) replays its simulated twin on the whole pool first; each look and
+    the report correct with it. A simulated study has no twin."""
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    common = ["-m", "scorer=heuristic,weights", "cases_per_block=8", "suite.max_cases=24",
+              "tracking=none", f"paths.cache={tmp_path / 'cache'}"]
+    paid = subprocess.run([sys.executable, "-m", "tests.fakes.departing", *common,
+                           "model.backend=departing_0.2", f"hydra.sweep.dir={tmp_path / 'paid'}"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert paid.returncode == 0, paid.stderr[-3000:]
+    twin = json.loads((tmp_path / "paid" / "twin.json").read_text())
+    assert {j["variant"]: len(j["cases"]) for j in twin["jobs"]} == \
+        {"scorer=heuristic": 24, "scorer=weights": 24}
+    assert "effective sample multiplier" in (tmp_path / "paid" / "ablation.md").read_text()
+    free = subprocess.run([sys.executable, "-m", "silas_exp", *common,
+                           f"hydra.sweep.dir={tmp_path / 'free'}"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert free.returncode == 0, free.stderr[-3000:]
+    assert not (tmp_path / "free" / "twin.json").exists()
