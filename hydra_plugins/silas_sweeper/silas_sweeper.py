@@ -281,7 +281,8 @@ class SilasSweeper(BasicSweeper):
         info = read_manifest(sweep_dir)
         swept = list(info.swept_keys) if info else [
             o.get_key_element() for o in overrides if o.is_sweep_override()]
-        paid = str(cfg.model.backend) != "simulated" and not bool(cfg.llm.get("dry_run"))
+        paid = (settings.twin and str(cfg.model.backend) != "simulated"
+                and not bool(cfg.llm.get("dry_run")))
         return Study(settings, sweep_dir, Path(str(cfg.suite.path)),
                      {variant_name(job, swept, ""): job for job in base}, paid=paid)
 

@@ -83,6 +83,7 @@ def test_the_baseline_history_is_a_second_covariate_only_where_it_helps():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two sweeps of 24 cases: minutes on a busy 2-core machine
 def test_a_paid_sequential_study_writes_its_twin_and_reports_what_it_bought(tmp_path):
     """A sweep on a model that is not the simulator (the departing model, through
     the sweeper) replays its simulated twin on the whole pool first; each look and
