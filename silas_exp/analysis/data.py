@@ -227,10 +227,31 @@ def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None,
         control = json.loads((sweep_dir / CONTROL_FILE).read_text())
         added = ",".join(f"{k}={v}" for k, v in control["added"].items()) or None
         arm = ControlArm.from_json(control["baseline"]) if control.get("baseline") else None
+    twin = read_twin_file(sweep_dir)
     return SweepData(info.sweep_id if info else sweep_dir.name, info.command if info else "", jobs,
                      list(info.swept_keys) if info else [], added_control=added, control_arm=arm,
                      sensitivity=load_sensitivity(suite_dir) if suite_dir else None,
-                     twin=read_twin_file(sweep_dir))
+                     twin=twin, history=baseline_history(suite_dir) if twin and suite_dir else None)
+
+
+def baseline_history(suite_dir: Path) -> dict[str, dict[str, float]] | None:
+    """The suite's promoted baseline's logged per-case values, each case's mean over
+    its repeats (case -> metric -> value): a paid study's second covariate."""
+    from silas_exp.analysis.baseline import read_baseline
+
+    try:
+        record = read_baseline(suite_dir)
+    except Exception:  # a broken record is reported where the baseline is used, not here
+        return None
+    if record is None:
+        return None
+    sums: dict[str, dict[str, list[float]]] = {}
+    for job in record.jobs:
+        for case_id, row in job_data(record.name, job.repeat, job.metrics, job.results).cases.items():
+            for metric, value in row.items():
+                if isinstance(value, float | int) and not math.isnan(value):
+                    sums.setdefault(case_id, {}).setdefault(metric, []).append(float(value))
+    return {c: {m: sum(v) / len(v) for m, v in row.items()} for c, row in sums.items()}
 
 
 SENSITIVITY_FILE = "sensitivity.json"  # in the suite folder: silas-exp sensitivity writes it

@@ -104,3 +104,24 @@ def test_a_paid_sequential_study_writes_its_twin_and_reports_what_it_bought(tmp_
                           capture_output=True, text=True, timeout=900)
     assert free.returncode == 0, free.stderr[-3000:]
     assert not (tmp_path / "free" / "twin.json").exists()
+
+
+def test_the_promoted_baselines_results_are_read_as_history(tmp_path):
+    from silas_exp.analysis.data import baseline_history
+    from silas_exp.schema.baseline import BASELINE_FILE, BaselineJob, BaselineRecord
+    from silas_exp.schema.benchmark import BenchmarkResult
+
+    def result(case: str, value: float, status: str = "pass") -> BenchmarkResult:
+        return BenchmarkResult(case_id=case, status=status, latency_ms=1.0, token_cost=1,
+                               metrics={METRIC: value})
+
+    record = BaselineRecord(suite="default", suite_version="3.0.0", variant=CONTROL,
+                            overrides=[CONTROL], source_run_id="run", jobs=[
+                                BaselineJob(repeat=0, results=[result("a", 0.6), result("b", 0.8)]),
+                                BaselineJob(repeat=1, results=[result("a", 0.7),
+                                                               result("b", 0.9, "fail")])])
+    assert baseline_history(tmp_path) is None
+    (tmp_path / BASELINE_FILE).write_text(record.model_dump_json())
+    history = baseline_history(tmp_path)
+    assert abs(history["a"][METRIC] - 0.65) < 1e-12
+    assert history["b"]["summary.pass"] == 0.5  # each case's mean over the baseline's repeats
