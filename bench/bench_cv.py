@@ -55,7 +55,8 @@ VARIANTS = ("scorer=weights", "scorer=prompt", "scorer=online")
 
 # -- 1. simulated studies -----------------------------------------------------------------
 def sim_study(rng, rho: float, delta: float, pool: int, block: int, looks: list[int],
-              confs: list[float], margin: float, sd: float, use_cv: bool) -> dict:
+              confs: list[float], margin: float, sd: float, use_cv: bool,
+              plain_t: bool = False) -> dict:
     z = rng.normal(size=pool)
     x = 0.01 + 0.8 * sd * z  # the simulated differences: biased, scaled
     y = delta + sd * (rho * z + math.sqrt(1 - rho**2) * rng.normal(size=pool))
@@ -65,6 +66,9 @@ def sim_study(rng, rho: float, delta: float, pool: int, block: int, looks: list[
         if use_cv and n < pool:
             c = corrected_mean(y[:n], x[:n], x[n:])
             (lo, hi), est, mult = interval(c, conf), c.estimate, c.multiplier
+        elif plain_t:  # Student's t on the plain mean: the twin's interval with b = 0
+            c = corrected_mean(y[:n], x[:n], x[:0])
+            (lo, hi), est, mult = interval(c, conf), c.estimate, 1.0
         else:
             ci = cluster_bootstrap_ci(y[:n], confidence=conf, seed=b, expanded=True)
             lo, hi, est, mult = ci.low, ci.high, ci.estimate, 1.0
@@ -78,7 +82,7 @@ def sim_study(rng, rho: float, delta: float, pool: int, block: int, looks: list[
 
 
 def simulate(studies: int, pool: int = 320, block: int = 40, margin: float = 0.02,
-             sd: float = 0.05) -> dict:
+             sd: float = 0.05, plain_t: bool = False) -> dict:
     blocks = pool // block
     looks = sorted({*(2**k for k in range(int(math.log2(blocks)) + 1)), blocks})
     confs = spending_confidences(0.95, tuple(min(b * block, pool) / pool for b in looks))
@@ -90,8 +94,8 @@ def simulate(studies: int, pool: int = 320, block: int = 40, margin: float = 0.0
             row: dict = {}
             for name, delta in (("a_a", 0.0), ("margin", -margin)):
                 rng = np.random.default_rng(7)
-                runs = [sim_study(rng, rho, delta, pool, block, looks, confs, margin, sd, use_cv)
-                        for _ in range(studies)]
+                runs = [sim_study(rng, rho, delta, pool, block, looks, confs, margin, sd, use_cv,
+                                  plain_t) for _ in range(studies)]
                 cover = {b: float(np.mean([r["covered"][b] for r in runs])) for b in looks}
                 mults = [r["first_multiplier"] for r in runs]
                 row[name] = {"ship": float(np.mean([r["call"] is MetricCall.NONINFERIOR
@@ -105,7 +109,8 @@ def simulate(studies: int, pool: int = 320, block: int = 40, margin: float = 0.0
                   f"{min(row['a_a']['coverage'].values()):13.3f} {row['a_a']['mean_cases']:15.1f} "
                   f"{row['a_a']['first_look_multiplier']:14.2f}", flush=True)
     return {"pool": pool, "block": block, "margin": margin, "sd": sd, "looks": looks,
-            "confidences": confs, "studies": studies, "settings": out}
+            "confidences": confs, "studies": studies, "plain_interval": "t" if plain_t
+            else "expanded bootstrap", "settings": out}
 
 
 # -- 2. replays ---------------------------------------------------------------------------
@@ -365,6 +370,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-replays", action="store_true")
     parser.add_argument("--skip-simulation", action="store_true")
+    parser.add_argument("--plain-t", action="store_true", help="simulation: Student's t, not the "
+                        "expanded bootstrap, wherever the twin does not correct")
     parser.add_argument("--judge", action="store_true", help="only the judge-repeats part")
     parser.add_argument("--judge-repeats", type=int, default=3)
     parser.add_argument("--server", default="", help="seeds of the README study against the "
@@ -389,13 +396,14 @@ def main() -> None:
         save("cv-server", server_cost([int(x) for x in ns.server.split(",")],
                                       SETTINGS[ns.server_setting], ns.server_args.split()))
         return
-    out: dict = {} if ns.skip_simulation else {"simulation": simulate(ns.studies)}
+    out: dict = {} if ns.skip_simulation else {"simulation": simulate(ns.studies,
+                                                                     plain_t=ns.plain_t)}
     if not ns.skip_replays:
         out["replays"] = replays(list(range(ns.seeds)), ns.cases, ns.block, ns.workers, departures,
                                  variants)
     out["seconds"] = time.perf_counter() - t0
-    save("cv" + ("-replays" if ns.skip_simulation else "-simulation" if ns.skip_replays else ""),
-         out)
+    save("cv" + ("-replays" if ns.skip_simulation else "-simulation" if ns.skip_replays else "")
+         + ("-t" if ns.plain_t else ""), out)
 
 
 if __name__ == "__main__":
