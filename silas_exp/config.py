@@ -101,9 +101,10 @@ class ExperimentConfig(_Strict):
     resume: bool = False
     # the exit status of a run or sweep that completed (README "Exit codes"): a case that
     # errored (an exception, a broken contract) exits 1 unless case_errors=ignore; verdicts
-    # named in fail_on (do_not_ship, inconclusive) exit 1 too, for CI
+    # named in fail_on (do_not_ship, inconclusive) exit 1 too, for CI, and so does a variant
+    # that ships with a warning line when fail_on names warning
     case_errors: Literal["fail", "ignore"] = "fail"
-    fail_on: list[Literal["do_not_ship", "inconclusive"]] = Field(default_factory=list)
+    fail_on: list[Literal["do_not_ship", "inconclusive", "warning"]] = Field(default_factory=list)
     suite: SuiteConfig
     scorer: SerializeAsAny[ScorerSettings]
     eviction: SerializeAsAny[StrategySettings]

@@ -21,6 +21,8 @@ import numpy as np
 
 from silas_exp.analysis.data import BASELINE, SweepData
 from silas_exp.analysis.decision import annotate, margin_text
+from silas_exp.analysis.interval import metric_interval
+from silas_exp.analysis.let_through import study_warnings
 from silas_exp.analysis.result import (
     ERROR_METRIC,
     PASS_METRIC,
@@ -42,7 +44,6 @@ from silas_exp.stats import (
     Verdict,
     benjamini_hochberg,
     cases_needed,
-    cluster_bootstrap_ci,
     cohens_dz,
     combine,
     holm,
@@ -138,8 +139,7 @@ def _compare(data: SweepData, variant: str, control: str, metric: str, s: Analys
         per_case = np.nanmean(m, axis=1)
     cv = _corrected(data, variant, control, metric, cases, per_case)
     if cv is None:
-        ci = cluster_bootstrap_ci(m, n_resamples=s.n_resamples, confidence=s.confidence,
-                                  seed=s.seed, expanded=True)
+        ci = metric_interval(metric, m, a, b, s.confidence)
         estimate, low, high = ci.estimate, ci.low, ci.high
     else:
         estimate, (low, high) = cv.estimate, cv_interval(cv, s.confidence)
@@ -303,6 +303,7 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
     for variant in variants:
         result.verdicts[variant] = _decide(data, result, variant, control)
     annotate(data, result, s.seed, s.n_resamples)
+    result.warnings = study_warnings(data, result)
     return result
 
 

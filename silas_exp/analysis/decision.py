@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from silas_exp.analysis.data import SweepData
+from silas_exp.analysis.interval import metric_interval
 from silas_exp.analysis.result import (
     ERROR_METRIC,
     PASS_METRIC,
@@ -21,7 +22,7 @@ from silas_exp.analysis.result import (
 from silas_exp.metrics.names import display_name
 from silas_exp.metrics.numbers import declared, signed
 from silas_exp.metrics.registry import spec
-from silas_exp.stats import MetricCall, Oriented, Outcome, cluster_bootstrap_ci
+from silas_exp.stats import MetricCall, Oriented, Outcome
 
 ZERO_PASS = "passes no case"
 
@@ -182,10 +183,9 @@ def rank_shipping(data: SweepData, r: AblationResult, seed: int = 0,
     if len(rows) < 2:
         return None
     rows.sort(key=lambda x: -x.better.estimate)
-    _, m = data.matrix(rows[0].variant, rows[1].variant, metric)
+    _, a, b = data.paired(rows[0].variant, rows[1].variant, metric)
     try:
-        ci = cluster_bootstrap_ci(m, n_resamples=n_resamples, confidence=r.confidence, seed=seed,
-                                  expanded=True)
+        ci = metric_interval(metric, a - b, a, b, r.confidence)
     except ValueError:  # no paired case between the two
         return None
     return Ranking(metric, rows, Oriented.of(ci.estimate, ci.low, ci.high, direction),

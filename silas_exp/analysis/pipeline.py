@@ -71,6 +71,7 @@ def console_lines(report: AblationReport, data: SweepData, suite_dir: str | None
         need = f" ({needed_text(vv.n_needed, r.pool_cases, vv.n_repeats)})" if vv.n_needed else ""
         lines.append(f"  {variant}: {vv.outcome.words} — "
                      f"{'; '.join(vv.reasons)}{need}")
+        lines += [f"    warning: {w}" for w in r.warnings.get(variant, [])]
     lines += [f"  note: {metric} cannot separate oracle from random on this suite "
               "(insensitive here)" for metric in r.insensitive()]
     if r.sensitivity and set(REFERENCE) <= set(data.variants()):

@@ -45,6 +45,7 @@ import numpy as np
 
 from silas_exp.analysis.ablation import AblationResult, ablation
 from silas_exp.analysis.data import JobData, SweepData
+from silas_exp.analysis.let_through import check_warnings
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.metrics.names import display_name
 from silas_exp.stats import Outcome
@@ -126,6 +127,7 @@ class RegressionReport:
     expected_from: str = ""
     latency_checked: bool = False
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what "no regression" let through
 
     @property
     def regressed(self) -> bool:
@@ -159,7 +161,8 @@ class RegressionReport:
             what += f" (accepted: {accepted})"
         return (f"{NOTE_MARK} {what}** — {self.subject} against the baseline {self.baseline}, "
                 f"{self.cases} cases × {self.compared // max(self.cases, 1)} repeat(s): "
-                f"{self.reasons()}. Flags: {self.flag_line()} (report: `regress.md`).")
+                f"{self.reasons()}. Flags: {self.flag_line()} (report: `regress.md`)."
+                + "".join(f"\nwarning: {w}" for w in self.warnings))
 
     def markdown(self, accepted: str | None = None) -> str:
         head = self.decision.upper() if self.regressed else self.decision
@@ -173,6 +176,7 @@ class RegressionReport:
                  f"{self.reasons()}.", ""]
         if accepted:
             lines += [f"**Accepted:** {accepted}", ""]
+        lines += [f"**Warning:** {w}" for w in self.warnings] + ([""] if self.warnings else [])
         against = ("baseline's configuration, same seeds" if self.result.control == RERUN
                    else "baseline")
         lines += [f"| gated metric | Δ checked − {against} | CI | margin | call |",
@@ -245,6 +249,8 @@ def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject:
                               len({c for j in now for c in j.cases}),
                               {k: r * compared for k, r in rates.items()},
                               source if pairs else "", latency)
+    report.warnings = check_warnings(result, CANDIDATE, report.flag_counts()["pass"],
+                                     report.expected.get("pass", math.nan))
     if rerun:
         report.notes.append(rerun_note(rerun, was, result.gated))
     have = {j.repeat: set(j.cases) for j in now}

@@ -87,6 +87,8 @@ class AblationResult:
     # the cases a study could draw (a sequential study's pool, else the cases it ran):
     # a number of cases needed beyond it is said to be out of reach
     pool_cases: int | None = None
+    # variant -> what the rule let through though it ships (analysis.let_through)
+    warnings: dict[str, list[str]] = field(default_factory=dict)
 
     def table(self, metric: str) -> list[Comparison]:
         return [c for c in self.comparisons if c.metric == metric]

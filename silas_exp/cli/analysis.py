@@ -68,7 +68,7 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any
 def cmd_ablation(args) -> int:
     from silas_exp.analysis.data import load_sensitivity, load_sweep_dir
     from silas_exp.analysis.pipeline import report_ablation
-    from silas_exp.study.state import AdaptiveState, read_as_decided
+    from silas_exp.study.state import AdaptiveState, read_as_decided, with_fixed_margins
 
     settings = ablation_settings(args)
     suite_dir = Path(args.suite_dir) if args.suite_dir else None
@@ -81,6 +81,8 @@ def cmd_ablation(args) -> int:
     own, notes = None, []
     if args.confidence is None:  # a sequential study: read as it decided, look by look
         settings, own, notes = read_as_decided(state, settings)
+    else:  # at another confidence, still with the study's fixed margins
+        settings = with_fixed_margins(state, settings)
     out = Path(args.out or f"ablation-{data.sweep_id}")
     report = report_ablation(data, out, settings, plot_dir="", metrics=args.metrics,
                              use_sprt=args.sprt, mde=args.mde, confidence_of=own, notes=notes,

@@ -21,10 +21,14 @@ from silas_exp.stats import Outcome
 
 from .test_ablation_rules import BASE, _sweep
 
+# the default pool's size: enough agreeing pass/fail cases to rule out a loss of the pass
+# rate's margin (18 cannot), so the verdicts below turn on the metrics they are about
+POOL = list(np.linspace(0.3, 0.95, 320))
+
 
 def test_one_ships_one_does_not_in_one_sentence():
-    res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=better": [q + 0.05 for q in BASE],
-                           "scorer=worse": [q - 0.1 for q in BASE]}))
+    res = ablation(_sweep({"scorer=heuristic": POOL, "scorer=better": [q + 0.05 for q in POOL],
+                           "scorer=worse": [q - 0.1 for q in POOL]}))
     sentence = decision_sentence(res, res.ranking)
     assert sentence.startswith("scorer=better ships; scorer=worse does not (")
     assert f"<p><b>{html.escape(sentence)}</b></p>" in ablation_html(res, [])
@@ -36,8 +40,8 @@ def test_one_ships_one_does_not_in_one_sentence():
 
 
 def test_several_shipping_variants_are_ranked_with_a_ci():
-    res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=some": [q + 0.03 for q in BASE],
-                           "scorer=most": [q + 0.08 for q in BASE]}))
+    res = ablation(_sweep({"scorer=heuristic": POOL, "scorer=some": [q + 0.03 for q in POOL],
+                           "scorer=most": [q + 0.08 for q in POOL]}))
     assert {v.outcome.value for v in res.verdicts.values()} == {"ship"}
     assert res.ranking is not None and res.ranking.metric == "context.retrieval_relevance"
     assert [r.variant for r in res.ranking.rows] == ["scorer=most", "scorer=some"]

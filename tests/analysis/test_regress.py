@@ -125,3 +125,21 @@ def test_the_control_pairs_only_the_cases_the_baseline_covers():
     report = _other_seeds(_job(0, seed=1), _job(0, seed=1), base)
     assert report.cases == 50 and report.compared == 50
     assert all(c.n_cases == 50 for c in report.result.comparisons if c.variant == "checked")
+
+
+def test_no_regression_says_what_the_rule_let_through():
+    """Worse by half the relevance margin on 600 cases: no regression (the rule
+    allows it), with a warning line for each gated metric significantly worse
+    within its margin (19 pass → fail against ≈ 13 from noise is not beyond it)."""
+    report = _check([_job(0, seed=1, shift=0.01, cases=600)], [_job(0, seed=0, cases=600)],
+                    aa=[_job(0, seed=2, cases=600)])
+    assert report.outcome is Outcome.SHIP and report.decision == "no regression"
+    warned = "\n".join(report.warnings)
+    assert "retrieval relevance is worse than the control within its margin" in warned
+    assert "pass rate is worse than the control within its margin" in warned
+    assert "more than noise gives" not in warned
+    assert "**Warning:** retrieval relevance" in report.markdown()
+    assert "\nwarning: retrieval relevance" in report.headline()
+    clean = _check([_job(0, seed=1, cases=600)], [_job(0, seed=0, cases=600)],
+                   aa=[_job(0, seed=2, cases=600)])
+    assert clean.outcome is Outcome.SHIP and clean.warnings == []

@@ -26,6 +26,7 @@ def _finite(value) -> bool:
 @pytest.mark.parametrize("script,name,keys", [
     ("bench_replay.py", "replay", {"turns", "seconds", "turns_per_s"}),
     ("bench_verdict.py", "verdict", {"sims", "scenarios"}),
+    ("bench_coverage.py", "coverage", {"cells", "end_to_end", "flagged_cells", "zero_width"}),
     ("bench_verdict_e2e.py", "verdict_e2e", {"trials", "scenarios", "replay_seconds"}),
     ("bench_regress.py", "regress", {"cases", "seeds", "scenarios", "replay_seconds"}),
     ("bench_decide.py", "decide", {"seeds", "decisive", "empty_multirun_s", "max_wall_over_empty"}),
