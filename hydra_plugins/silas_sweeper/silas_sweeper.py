@@ -284,8 +284,10 @@ class SilasSweeper(BasicSweeper):
         info = read_manifest(sweep_dir)
         swept = list(info.swept_keys) if info else [
             o.get_key_element() for o in overrides if o.is_sweep_override()]
+        paid = (settings.twin and str(cfg.model.backend) != "simulated"
+                and not bool(cfg.llm.get("dry_run")))
         return Study(settings, sweep_dir, Path(str(cfg.suite.path)),
-                     {variant_name(job, swept, ""): job for job in base})
+                     {variant_name(job, swept, ""): job for job in base}, paid=paid)
 
     def _launch(self, batch: List[List[str]], index: int) -> Any:  # noqa: UP006
         """One batch of a study's jobs through the configured launcher."""

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from silas_exp.analysis.decision import margin_text
+from silas_exp.analysis.decision import margin_text, needed_cell
 from silas_exp.analysis.result import AblationResult, Comparison
 from silas_exp.metrics.numbers import interval, num, p_value, rounded
 
@@ -27,7 +27,8 @@ def _rounded(x: Any) -> Any:
 
 
 def _call(c: Comparison) -> str:
-    return (c.call.value if c.call else "") + (f" (≈{c.n_needed} cases)" if c.n_needed else "")
+    return (c.call.value if c.call else "") + (f" ({needed_cell(c.n_needed, c.pool_cases)})"
+                                               if c.n_needed else "")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from silas_exp.analysis.columns import cells, headers
-from silas_exp.analysis.decision import control_note, decision_sentence, margin_text
+from silas_exp.analysis.decision import (
+    control_note,
+    decision_sentence,
+    margin_text,
+    needed_cell,
+)
 from silas_exp.analysis.result import ERROR_METRIC, AblationResult
 from silas_exp.metrics.names import display_name, labelled, named
 from silas_exp.metrics.numbers import interval, num, percent, signed
@@ -43,7 +48,7 @@ def verdict_lines(r: AblationResult) -> list[str]:
     lines = ["| variant | verdict | gated Δ vs control [CI] (margin) | why | to decide |",
              "|---|---|---|---|---|"]
     for v, vv in sorted(r.verdicts.items()):
-        need = f"≈ {vv.n_needed} cases × {vv.n_repeats} repeats" if vv.n_needed else ""
+        need = needed_cell(vv.n_needed, r.pool_cases, vv.n_repeats)
         lines.append(f"| {v} | {outcome_text(vv.outcome)} | {gated_deltas(r, v)} | "
                      f"{'; '.join(vv.reasons)} | {need} |")
     return lines

@@ -85,7 +85,8 @@ def cmd_ablation(args) -> int:
         settings = with_fixed_margins(state, settings)
     out = Path(args.out or f"ablation-{data.sweep_id}")
     report = report_ablation(data, out, settings, plot_dir="", metrics=args.metrics,
-                             use_sprt=args.sprt, mde=args.mde, confidence_of=own, notes=notes)
+                             use_sprt=args.sprt, mde=args.mde, confidence_of=own, notes=notes,
+                             pool_cases=state.pool_cases if state else None)
     print(report.markdown)
     print(f"written: {report.path}, {out / 'ablation.html'} and {len(report.plots)} plot(s)")
     if parent is not None and args.log:

@@ -166,10 +166,11 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
     try:
         data = load_sweep_dir(sweep_dir, Path(cfg.suite.path) if cfg else None)
         # each variant read at the confidence of the look it stopped at
-        settings, own, notes = read_as_decided(AdaptiveState.read(sweep_dir),
-                                               cfg.analysis if cfg else None)
+        state = AdaptiveState.read(sweep_dir)
+        settings, own, notes = read_as_decided(state, cfg.analysis if cfg else None)
         report = report_ablation(data, sweep_dir, settings, confidence_of=own, notes=notes,
-                                 appendix=sweep_markdown(sweep_dir))  # case errors by cause
+                                 appendix=sweep_markdown(sweep_dir),  # case errors by cause
+                                 pool_cases=state.pool_cases if state else None)
         parent = report.parent
         if data.control_arm is not None and report.result.control == data.control_arm.name:
             parent.tags.update(data.control_arm.tags())  # the study links to its baseline

@@ -40,7 +40,9 @@ def _undecided(r: AblationResult, variant: str):
 
 
 def _needed(c) -> str:
-    return f"{c.metric} (≈ {c.n_needed or '?'} cases)"
+    from silas_exp.analysis.decision import needed_text
+
+    return f"{c.metric} ({needed_text(c.n_needed, c.pool_cases) if c.n_needed else 'no count'})"
 
 
 def _futile(r: AblationResult, data, variant: str, repeats_max: int) -> str | None:
@@ -132,7 +134,7 @@ def look_and_close(data, settings: AnalysisSettings, state: AdaptiveState, round
         update={"confidence": state.confidence_at(round_)})
     try:  # a look needs the gated metrics only: the verdicts and futility read nothing else
         result = ablation(data, looked, metrics=list(settings.gate) if settings.gate
-                          else gated_for(suite_kind(data)))
+                          else gated_for(suite_kind(data)), pool_cases=state.pool_cases)
     except AnalysisError:
         return None  # e.g. nothing finished yet: look again after the next round
     close_decided(result, data, state, round_)

@@ -97,3 +97,31 @@ def test_a_lower_is_better_metric_that_rises_worsened():
     better = regress([base], [run], subject="base", baseline_name="run", baseline_run_id="r",
                      settings=gate)
     assert better.outcome is not Outcome.DO_NOT_SHIP  # fewer tokens is better, never a regression
+
+
+def test_cases_needed_read_against_the_pool():
+    from silas_exp.analysis.decision import about, needed_cell, needed_text
+
+    assert [about(n) for n in (48, 436, 2587, 60511)] == ["48", "440", "2,600", "61,000"]
+    assert needed_text(2587, 320) == "needs about 2,600 cases to decide; the pool has 320"
+    assert needed_text(436, 500) == "needs about 440 cases to decide"
+    assert needed_cell(60511, 320, 5) == "about 61,000 cases × 5 repeats (the pool has 320)"
+
+
+def test_a_count_beyond_the_pool_says_so_in_every_place_it_is_printed():
+    """Two variants left undecided by the same blocker, each needing more cases
+    than the study's 18: the sentence names the count once per variant, as out
+    of the pool's reach, never as a bare "≈ N cases needed"."""
+    at_margin = [q - 0.02 for q in BASE]
+    res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=a": at_margin,
+                           "scorer=b": at_margin}))
+    assert {v.outcome for v in res.verdicts.values()} == {Outcome.INCONCLUSIVE}
+    assert res.pool_cases == 18 and all(v.n_needed > 18 for v in res.verdicts.values())
+    sentence = decision_sentence(res)
+    assert "≈" not in sentence and "cases needed" not in sentence, sentence
+    assert re.search(r"scorer=a needs about [\d,]+ cases to decide; the pool has 18", sentence), \
+        sentence
+    md = ablation_markdown(res)
+    assert "(the pool has 18) |" in md and "≈" not in md.split("## Verdicts")[1].split("\n\n")[1]
+    page = ablation_html(res, [])
+    assert "(the pool has 18)" in page

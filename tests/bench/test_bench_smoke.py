@@ -31,6 +31,7 @@ def _finite(value) -> bool:
     ("bench_regress.py", "regress", {"cases", "seeds", "scenarios", "replay_seconds"}),
     ("bench_decide.py", "decide", {"seeds", "decisive", "empty_multirun_s", "max_wall_over_empty"}),
     ("bench_adaptive.py", "adaptive", {"sims", "scenarios"}),
+    ("bench_cv.py", "cv", {"simulation", "replays", "seconds"}),
     ("bench_scale.py", "scale", {"runs", "peak_rss_mib", "cpu_per_case_ratio"}),
     ("bench_llm.py", "llm", {"throughput", "throughput_jitter", "cache", "job"}),
     ("bench_sweep.py", "sweep", {"none", "mlflow", "tracking_overhead", "same_verdicts"}),

@@ -16,7 +16,9 @@ flight, as a rate-limited tier would:
   answer that breaks the requested schema), ``bad_auth`` (401).
 
 Answers come from ``responder(body) -> dict``: the structured answer for a
-forced tool call (or ``{"text": ...}`` for plain text). The default answers
+forced tool call (or ``{"text": ...}`` for plain text); a responder with
+``wants_headers`` set is called as ``responder(body, headers)`` (lower-case
+names) instead. The default answers
 the request types silas_exp makes (scorer, keep-back, judge) and otherwise
 builds the smallest instance of the requested schema.
 """
@@ -163,7 +165,8 @@ class FakeMessagesServer:
                 return self.faults.popleft()
         return self.fault_fn(n, body) if self.fault_fn else None
 
-    def message(self, body: dict, *, bad_schema: bool = False) -> dict:
+    def message(self, body: dict, *, bad_schema: bool = False,
+                headers: dict[str, str] | None = None) -> dict:
         system = body.get("system") or []
         system_text = _text_of(system) if system else ""
         cache_marked = isinstance(system, list) and any(b.get("cache_control") for b in system)
@@ -177,7 +180,8 @@ class FakeMessagesServer:
                     cache_write = _tokens(system_text)
         prompt = "\n".join(_text_of(m["content"]) for m in body.get("messages", []))
         tools = body.get("tools") or []
-        answer = self.responder(body)
+        answer = (self.responder(body, headers or {}) if getattr(self.responder, "wants_headers", False)
+                  else self.responder(body))
         if tools:
             if bad_schema:
                 answer = {"unexpected": True}
@@ -352,4 +356,5 @@ class _Handler(BaseHTTPRequestHandler):
         if kind == "malformed":
             self._send(200, None, raw=b'{"id": "msg_1", "type": "message", "content": [{"ty')
             return
-        self._send(200, fake.message(body, bad_schema=kind == "bad_schema"))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self._send(200, fake.message(body, bad_schema=kind == "bad_schema", headers=headers))
