@@ -28,7 +28,15 @@ class ConfigError(SilasExpError):
 
 
 class SuiteError(SilasExpError):
-    """A suite, case or session file is missing, not JSON, or breaks the schema."""
+    """A suite, case or session file is missing, not JSON, or breaks the schema.
+    ``problems``: each on its own; ``partial``: when every case of a broken
+    suite was read, the suite as loaded (a ``LoadedSuite``), so that what the
+    jobs need of it can be checked too."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.problems: list[str] = [message]
+        self.partial: Any = None
 
 
 class SuiteWarning(UserWarning):
