@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import ValidationError
 
 from silas_exp.context.budget import PROFILES, TokenBudget, ZoneShares, item_tokens
+from silas_exp.data.json_errors import json_hint
 from silas_exp.data.suites.case_budget import case_budget, overrides_problem
 from silas_exp.data.suites.expected import expected_problems
 from silas_exp.errors import SuiteError, SuiteWarning
 from silas_exp.facts.fact import Fact, norm
 from silas_exp.probes.schema import ProbePlan
 from silas_exp.schema.benchmark import CALIBRATION_TAG, BenchmarkCase, BenchmarkSuite
-from silas_exp.schema.session import Session, SessionTruth
+from silas_exp.schema.session import CONTEXT_ITEM_NAMES, Session, SessionTruth
 
 if TYPE_CHECKING:
     from silas_exp.data.suites.pool import Pool
@@ -140,10 +141,8 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise SuiteError(
-            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}). "
-            "Fix the syntax — a trailing comma or a missing quote is the usual cause."
-        ) from None
+        raise SuiteError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                         f"{exc.msg}). {json_hint(exc)}") from None
     except UnicodeDecodeError:
         raise SuiteError(f"{path}: not UTF-8 text; save it as UTF-8 JSON.") from None
 
@@ -386,8 +385,11 @@ def _parse_session(loaded: LoadedSuite, case: BenchmarkCase) -> Parsed:
             loc = list(err["loc"])
             if len(loc) >= 2 and loc[0] in ("items", "references") and isinstance(loc[1], int):
                 pool = (case.input.context or []) if loc[0] == "items" else []
-                ident = pool[loc[1]].get("ctx_id") if loc[1] < len(pool) and \
-                    isinstance(pool[loc[1]], dict) else None
+                raw = pool[loc[1]] if loc[1] < len(pool) and isinstance(pool[loc[1]], dict) else {}
+                ident = raw.get("ctx_id")
+                if len(loc) >= 3:  # the field as the case writes it (Silas's token_count …)
+                    loc[2] = next((k for k, ours in CONTEXT_ITEM_NAMES.items()
+                                   if ours == loc[2] and k in raw), loc[2])
                 loc = [f"{'input.context' if loc[0] == 'items' else 'references'}[{loc[1]}]"
                        + (f" (ctx_id {ident!r})" if ident else "")] + loc[2:]
             name = ".".join(str(p) for p in loc) or "input.context"
