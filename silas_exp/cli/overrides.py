@@ -187,8 +187,8 @@ def check_overrides(args: Sequence[str], conf_dir: str) -> None:
         if searchpath:
             _raise(problems)  # options from a search path of one's own: Hydra checks them
             return
-        written = _top_keys(conf_dir)
-        plain = [o for o in plain if o.is_add() or _nearest_level(written, o.key_or_group)[1]]
+        written = _top_keys(conf_dir)  # most keys are judged from config.yaml alone
+        plain = [o for o in plain if _plain_key_problem(o, written)]
         keys = [o for o in keys if choices.get(o.key_or_group.split(".")[0], [None])]
         if not keys and not plain:
             _raise(problems)
