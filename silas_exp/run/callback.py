@@ -70,8 +70,9 @@ def new_manifest(config: DictConfig, cfg: ExperimentConfig | None) -> SweepManif
 _SUITE_KEYS = ("suite", "experiment", "paths")
 
 
-# sweepers that check every job and its suite before the first (run/preflight.py)
-PREFLIGHT_SWEEPERS = ("silas_sweeper", "silas_tune")
+# sweepers that check every job and its suite before the first (run/preflight.py) and
+# give the sweep's folder back when they refuse it
+PREFLIGHT_SWEEPERS = ("silas_sweeper",)
 
 
 def check_suite(cfg: ExperimentConfig | None, swept: list[str], preflight: bool = False) -> None:
