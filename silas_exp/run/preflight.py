@@ -132,8 +132,13 @@ def check_jobs(config: Any, loader: Any, jobs: Iterable[Sequence[str]],
         raise _one_error(list(problems.values()))
 
 
+DEFAULTS = "(the defaults)"  # the label of a job that sets none of the swept keys
+
+
 def _jobs_text(names: list[str]) -> str:
     names = list(dict.fromkeys(names))
+    if names == [DEFAULTS]:
+        return "the sweep's one job"
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     return f"the sweep's {'job' if len(names) == 1 else 'jobs'} {shown}"
 
@@ -152,7 +157,7 @@ def _one_error(found: list[tuple[SilasExpError, list[str]]]) -> SilasExpError:
 def _variant(swept: set[str]) -> Callable[[Sequence[str]], str]:
     def label(job: Sequence[str]) -> str:
         parts = [o.lstrip("+~") for o in job if _key(o) in swept]
-        return ",".join(parts) or "(the defaults)"
+        return ",".join(parts) or DEFAULTS
 
     return label
 
@@ -177,9 +182,12 @@ def check_sweep(sweeper: Any, arguments: Sequence[str]) -> list[list[str]]:
             values.setdefault(_key(override), set()).add(override)
     swept = {key for key, seen in values.items()
              if len(seen) > 1 or any(key not in {_key(o) for o in job} for job in jobs)}
-    if not swept:  # one job: named by the options it chooses (scorer=weights)
+    if not swept:  # one job: named by the options it chooses that make a variant (scorer=weights)
+        from silas_exp.variants import NOT_VARIANT
+
         repository = getattr(loader, "repository", None)
-        swept = {key for key in values if repository is not None and repository.group_exists(key)}
+        swept = {key for key in values if repository is not None and repository.group_exists(key)
+                 and not key.startswith(NOT_VARIANT)}
     check_jobs(config, loader, jobs, _variant(swept))
     log.info(f"Pre-flight: {len(jobs)} distinct job config(s) of the sweep composed, validated and "
              f"their suites loaded in {time.perf_counter() - tic:.2f} s")
