@@ -16,7 +16,7 @@ from silas_exp.data.suites.loader import LoadedSuite
 from silas_exp.data.suites.memo import load_suite_cached
 from silas_exp.errors import SuiteError
 from silas_exp.schema.benchmark import CALIBRATION_TAG
-from silas_exp.scorers.base import calibration_spec
+from silas_exp.scorers.base import SCORERS
 
 
 def no_calibration_cases(loaded: LoadedSuite) -> str:
@@ -38,7 +38,8 @@ def suite_needs(cfg: ExperimentConfig, loaded: LoadedSuite) -> list[str]:
     found = []
     if loaded.files and not loaded.eval_cases:
         found.append(no_evaluation_cases(loaded))
-    if calibration_spec(cfg.scorer) is not None and not loaded.calibration_ids:
+    # the kind's declaration, not its calibration spec: no plug-in code runs before the jobs
+    if "calibration" in SCORERS.kind_of(cfg.scorer).needs and not loaded.calibration_ids:
         found.append(no_calibration_cases(loaded))
     return found
 
