@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB, metavar="MB",
                    help=f"refuse a file larger than this before reading it (default "
                         f"{DEFAULT_MAX_MB:g}: it is parsed whole, and scrubbing takes about "
-                        "2-4 s of CPU per MB); progress goes to stderr")
+                        "3-4 s of CPU per MB); progress goes to stderr")
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser(

@@ -2,8 +2,8 @@
 
 An import reads each file whole, then scrubs every string of every session
 twice (once to learn the identities it shows, once to replace them), which is
-most of its time: about 0.3 MB of text per CPU-second for the generated
-coding sessions of ``bench/bench_import.py``. A large export therefore takes
+most of its time: 0.26-0.31 MB of input per CPU-second for the generated
+coding sessions of ``bench/bench_import.py``, 5 MB and 50 MB alike. A large export therefore takes
 minutes; the import says so as it goes, on stderr, and refuses a file over
 ``--max-mb`` (memory grows with the file: it is parsed whole) before reading it.
 
@@ -29,8 +29,8 @@ MB = 1 << 20
 DEFAULT_MAX_MB = 200.0  # --max-mb: a larger file is refused before it is read
 LARGE_MB = 1.0  # from this input size on, each step is named as it starts
 EVERY_S = 5.0  # at most one progress line this often during the scrubbing
-# the bench's range (bench/bench_import.py, MB of input per CPU-second, 2 cores)
-RATE_RANGE = (0.25, 0.6)
+# MB of input per CPU-second, bench/bench_import.py's range (0.26-0.31) rounded outwards
+RATE_RANGE = (0.25, 0.35)
 
 
 def _duration(seconds: float) -> str:
