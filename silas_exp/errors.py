@@ -148,7 +148,7 @@ def _path(loc: tuple, data: Any) -> tuple:
     return tuple(out)
 
 
-def _model_at(model: Any, path: tuple) -> Any:
+def model_at(model: Any, path: tuple) -> Any:
     """The pydantic model class that validates ``path`` under ``model``, or None."""
     from typing import get_args
 
@@ -209,7 +209,7 @@ def pydantic_error_to_config_error(exc: Exception, prefix: str = "", data: Any =
         elif not path:  # a check across fields: its message names them
             found.append(err["msg"].removeprefix("Value error, "))
         elif err["type"] == "extra_forbidden":
-            found.append(unknown_setting(key, _model_at(model, path[:-1])))
+            found.append(unknown_setting(key, model_at(model, path[:-1])))
         elif err["type"] == "missing":
             found.append(f"{key} is required but missing")
         elif key in by_key:

@@ -8,9 +8,13 @@ of its keys are nearest; a misspelt option (``scorer=heuristic,mien``) gets
 the nearest options and the list of them (exit 2, in a sweep before the first job). A sweep
 that chooses several options of a group may set a key that only some of them
 have (the sweeper leaves it out of the others' jobs); the key is wrong only
-when none has it. It also loads every scorer and eviction strategy the
-command chooses, so a plug-in that does not load stops a sweep before its
-first job, not after the control's.
+when none has it. A key outside the groups (``repeets=3``, ``metrics.horizn=3``)
+gets the same answer, from the composed config and the settings model that
+validates it (``budget`` holds only what a command changes, so its settings
+are ``TokenBudget``'s and are added with ``+``). It also loads every scorer
+and eviction strategy the command chooses, so a plug-in that does not load
+stops a sweep before its first job, not after the control's. Every such
+problem of a command is named in one paragraph.
 """
 
 from __future__ import annotations
@@ -95,11 +99,11 @@ def _settings_at(cfg: Any, path: list[str]) -> tuple[list[str], Any]:
     that validates it (``budget`` holds only what a command changes; its
     settings are ``TokenBudget``'s)."""
     from silas_exp.config import ExperimentConfig
-    from silas_exp.errors import _model_at
+    from silas_exp.errors import model_at
 
     level = _nearest_level(cfg, ".".join([*path, "\0"]))
     keys = level[2] if level[0] == ".".join(path) else []
-    return keys, _model_at(ExperimentConfig, tuple(path))
+    return keys, model_at(ExperimentConfig, tuple(path))
 
 
 def _plain_key_problem(o: Any, cfg: Any) -> str | None:
