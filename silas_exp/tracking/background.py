@@ -178,6 +178,8 @@ def first_job_or_end(sweep_dir: Path, parent_pid: int | None, poll_s: float = 0.
 
 
 def run(sweep_dir: Path, parent_pid: int | None, poll_s: float = 0.1) -> int:
+    import silas_exp.tracking.store  # noqa: F401  (mlflow's import, ~1 s, while the sweep starts)
+
     if not first_job_or_end(sweep_dir, parent_pid, poll_s):
         return 0
     up = Uploader(sweep_dir)
