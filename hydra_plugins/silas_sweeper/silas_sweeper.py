@@ -195,7 +195,7 @@ class SilasSweeper(BasicSweeper):
             control.record_added_control(sweep_dir, added)
             control.grow_planned_jobs(sweep_dir, added, arguments, self.params)
             log.info("Added the control " + ", ".join(f"{k}={v}" for k, v in added.items())
-                     + " to the sweep (analysis.control=... names another)")
+                     + " to the sweep (to compare with another, set analysis.control=...)")
         return super().sweep(arguments)
 
     def split_arguments(self, overrides: Any, max_batch_size: int | None) -> Any:

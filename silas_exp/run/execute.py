@@ -25,6 +25,7 @@ from silas_exp.records import (
 from silas_exp.run import console, gc_policy
 from silas_exp.run.calibration import calibration_to_json
 from silas_exp.run.job import JobOutcome, JobSpec, make_job, run_job
+from silas_exp.run.suite_needs import checked_suite
 from silas_exp.tracking.tracker import Tracker, make_tracker
 from silas_exp.variants import variant_name
 
@@ -105,7 +106,8 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     manifest = read_manifest(out_dir.parent) if multirun else None
     job = job_spec(cfg, task_overrides, manifest)
     label = console.job_label(job, multirun, job_num)
-    loaded = load_suite_cached(cfg.suite.path)
+    # a sweep's pre-flight checked what its jobs need of their suites before the first
+    loaded = load_suite_cached(cfg.suite.path) if multirun else checked_suite(cfg)
     tracker = make_tracker(cfg)
     if cfg.resume and manifest is not None:
         done = tracker.find_finished_job(manifest, cfg.variant_hash(), job.repeat,

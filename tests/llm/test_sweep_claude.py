@@ -80,4 +80,4 @@ def test_dry_run_estimates_cost_and_tracks_nothing(cli, tmp_path):
 def test_model_without_price_is_bad_input(cli):
     proc = cli("model=claude-haiku-4-5", "model.scorer_id=claude-haiku-9")
     assert proc.returncode == 2
-    assert "model.scorer_id='claude-haiku-9' has no price in llm.prices" in proc.stderr
+    assert "model.scorer_id='claude-haiku-9': 'claude-haiku-9' has no price in llm.prices" in proc.stderr
