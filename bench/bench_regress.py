@@ -47,8 +47,8 @@ from _results import save  # bench/ helper
 from bench_verdict_e2e import shifted  # the documented perturbation of outcomes
 
 from silas_exp.analysis.data import JobData
-from silas_exp.analysis.regress import regress
-from silas_exp.run.regress import GridJob, run_grid
+from silas_exp.gate.jobs import GridJob, run_grid
+from silas_exp.gate.report import regress
 from silas_exp.stats import Outcome
 
 

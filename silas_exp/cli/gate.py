@@ -98,13 +98,13 @@ def _demote(args, reader) -> int:
 
 def cmd_regress(args) -> int:
     """A study's variant, or a configuration, against the suite's baseline
-    (silas_exp.analysis.regress); exit 1 unless "no regression" (or accepted)."""
+    (silas_exp.gate.report); exit 1 unless "no regression" (or accepted)."""
     import tempfile
 
     from silas_exp.analysis.baseline import read_baseline
     from silas_exp.analysis.gates import check_gates, parse_gates
-    from silas_exp.analysis.regress import NOTE_MARK, accepted_text, regress
-    from silas_exp.run import regress as runs
+    from silas_exp.gate import jobs as runs
+    from silas_exp.gate.report import NOTE_MARK, accepted_text, regress
     from silas_exp.tracking import baseline
     from silas_exp.tracking.permissions import acting_user
 
@@ -179,7 +179,7 @@ def _study_control(reader, study, overrides, record, out: Path, workers: int):
     of the baseline's configuration when it ran one (a study after the
     promotion), completed to the cases the baseline covers; else that
     configuration run afresh with the study's design."""
-    from silas_exp.run import regress as runs
+    from silas_exp.gate import jobs as runs
     from silas_exp.tracking import baseline
 
     if study.sweep_id:

@@ -29,6 +29,7 @@ LAYERS = [
     {"tracking", "data"},
     {"study"},
     {"run", "tune"},
+    {"gate"},
     {"cli", "__main__"},
 ]
 

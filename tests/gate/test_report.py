@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from silas_exp.analysis.data import JobData
-from silas_exp.analysis.regress import case_flags, regress
+from silas_exp.gate.report import case_flags, regress
 from silas_exp.stats import Outcome
 
 N = 200

@@ -1,0 +1,1 @@
+"""The gate: promote, demote and ``regress``, in one place."""
