@@ -158,8 +158,10 @@ class SilasSweeper(BasicSweeper):
 
         assert self.config is not None
         from silas_exp.analysis.baseline import baseline_arm
+        from silas_exp.gate.store import SuiteFolder
 
-        self.arm = baseline_arm(self.config.get("analysis") or {}, str(self.config.suite.path),
+        self.arm = baseline_arm(self.config.get("analysis") or {},
+                                SuiteFolder(str(self.config.suite.path)).read(),
                                 Path(str(self.config.hydra.sweep.dir)))
         try:
             checked = check_sweep(self, arguments)  # every job's config and suite, first

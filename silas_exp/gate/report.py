@@ -47,9 +47,9 @@ from silas_exp.analysis.ablation import AblationResult, ablation
 from silas_exp.analysis.data import JobData, SweepData
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.metrics.names import display_name
+from silas_exp.schema.baseline import CHECK_MARK as NOTE_MARK
 from silas_exp.stats import Outcome
 
-NOTE_MARK = "**Regression check:"  # first line of a checked run's description
 CANDIDATE, LOGGED = "checked", "logged baseline"  # the two arms of the comparison
 RERUN = "baseline configuration"  # the control under other seeds: the baseline's config rerun
 JUDGE_DROP, LATENCY_UP = 0.1, 0.5  # §20.5
