@@ -293,6 +293,10 @@ def register(sub, default_uri) -> None:
     p.add_argument("--no-aa", action="store_true",
                    help="under the baseline's seeds: no A/A run (its configuration under other "
                         "seeds, for the flags' expected counts when the baseline has one repeat)")
+    p.add_argument("--max-cases", type=int, default=None, metavar="N",
+                   help="the most cases the check may reach when the baseline's do not decide "
+                        "(both sides run more blocks of the pool); default: the pool, or the "
+                        "cases the check has when the baseline's code cannot be run here")
     p.add_argument("--workers", type=int, default=1, help="processes for the jobs it runs")
     p.add_argument("--work-dir", help="where the jobs it runs write (default: a temporary folder)")
     p.add_argument("--accept-regression", metavar="REASON",

@@ -139,8 +139,9 @@ def cmd_regress(args) -> int:
         suite_dir = Path(args.suite_dir) if args.suite_dir else found
     started = datetime.now(UTC)
     req = CheckRequest(args.run, args.variant, args.config, args.seeds_from, not args.no_aa,
-                       args.workers, work, args.accept_regression, args.fail_under)
-    outcome = check(reader, log, SuiteFolder(suite_dir), req, study)
+                       args.workers, work, args.accept_regression, args.fail_under,
+                       args.max_cases)
+    outcome = check(reader, log, SuiteFolder(suite_dir), req, study, say=print)
     print(outcome.markdown)
     print(outcome.headline)
     if args.out:

@@ -126,6 +126,7 @@ class RegressionReport:
     expected_from: str = ""
     latency_checked: bool = False
     notes: list[str] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)  # what each side ran, the looks
 
     @property
     def regressed(self) -> bool:
@@ -173,6 +174,8 @@ class RegressionReport:
                  f"{self.reasons()}.", ""]
         if accepted:
             lines += [f"**Accepted:** {accepted}", ""]
+        if self.context:
+            lines += [f"- {line}" for line in self.context] + [""]
         against = ("baseline's configuration, same seeds" if self.result.control == RERUN
                    else "baseline")
         lines += [f"| gated metric | Δ checked − {against} | CI | margin | call |",
@@ -211,7 +214,7 @@ def _as(job: JobData, variant: str, cases: set[str]) -> JobData:
 def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject: str,
             baseline_name: str, baseline_run_id: str, settings: AnalysisSettings | None = None,
             aa: Sequence[JobData] = (), latency: bool = False,
-            control: Sequence[JobData] = ()) -> RegressionReport:
+            control: Sequence[JobData] = (), cases: set[str] | None = None) -> RegressionReport:
     """Check ``checked`` (one job per repeat, every block merged) against the
     ``baseline``'s jobs of the same repeats, on the cases the baseline covers.
     ``control``: the baseline's configuration run under the check's own seeds,
@@ -219,11 +222,14 @@ def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject:
     with the logged results (module docstring). ``aa``: the baseline's
     configuration under other seeds (expected flag counts when the baseline
     has one repeat and there is no ``control``); ``latency``: flag latency
-    (real models only)."""
+    (real models only); ``cases``: the cases the decision reads (default:
+    those the baseline covers)."""
     against = RERUN if control else LOGGED
     s = (settings or AnalysisSettings()).model_copy(update={"control": against,
                                                             "use_baseline": False})
     covered = set().union(*[set(j.cases) for j in baseline]) if baseline else set()
+    if cases is not None:
+        covered = set(cases) if control else covered & set(cases)
     repeats = {j.repeat for j in baseline}
     now = [_as(j, CANDIDATE, covered) for j in checked if j.repeat in repeats]
     was = [_as(j, LOGGED, covered) for j in baseline]
@@ -235,18 +241,20 @@ def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject:
     result = ablation(data, s, metrics=list(s.gate) if s.gate else gated_for(suite_kind(data)))
     by_repeat = {j.repeat: j for j in was}
     flags = [f for j in now for f in case_flags(j, by_repeat[j.repeat], latency)]
-    compared = sum(_shared(j, by_repeat[j.repeat]) for j in now)
+    flagged = sum(_shared(j, by_repeat[j.repeat]) for j in now)  # pairs the flags compare
     pairs, source = noise_pairs(was, rerun or [_as(j, "aa", covered) for j in aa])
     if rerun and len(was) == 1:
         source = "the baseline's configuration under the check's seeds against its logged results"
     rates = flag_rates(pairs, latency) if pairs else {}
     report = RegressionReport(subject, baseline_name, baseline_run_id, result,
-                              result.verdicts[CANDIDATE].outcome, flags, compared,
+                              result.verdicts[CANDIDATE].outcome, flags,
+                              sum(len(j.cases) for j in now),
                               len({c for j in now for c in j.cases}),
-                              {k: r * compared for k, r in rates.items()},
+                              {k: r * flagged for k, r in rates.items()},
                               source if pairs else "", latency)
     if rerun:
         report.notes.append(rerun_note(rerun, was, result.gated))
+        return report
     have = {j.repeat: set(j.cases) for j in now}
     missing = sorted((c, j.repeat) for j in was for c in j.cases if c not in have.get(j.repeat, ()))
     if missing:

@@ -50,6 +50,9 @@ def test_record_round_trip_and_its_arm(tmp_path):
     assert arm.name == "scorer=weights" and arm.overrides == ("scorer=weights",)
     assert "promoted baseline" in arm.reason and "run aaaaaaaa" in arm.reason
     assert ControlArm.from_tags(arm.tags()) == arm
+    noted = control_arm(back, "today's code differs from the baseline's revision (abc)")
+    assert "as every variant; today's code differs from the baseline's revision (abc); " \
+           "analysis.control=" in noted.reason
     linked = arm.linked(f"Control: x, {arm.reason}")
     assert f"[run aaaaaaaa](#/experiments/1/runs/{'a' * 32}?workflowType=machine_learning)" in linked
     assert read_baseline(tmp_path / "nowhere") is None

@@ -182,7 +182,7 @@ def test_one_baseline_per_suite_history_kept_and_regress_recorded(swept):
                "--suite-dir", str(suites / "smoke"), "--work-dir", str(tmp / "check3"))
     assert "note: checked under other seeds than the baseline's, so decided against" in reg.stdout, \
         reg.stdout + reg.stderr
-    assert not (tmp / "check3" / "control").exists()  # the study's own arm was the control
+    assert not (tmp / "check3" / "baseline_configuration").exists()  # its own arm: the control
 
 
 def test_parent_run_tells_the_result(swept):
