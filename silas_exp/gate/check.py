@@ -195,8 +195,15 @@ def check(reader: RunReader | None, log: GateLog, store: BaselineStore, req: Che
     base_rev = Revision.parse(record.git_revision)
     base_site, base_why = _site(base_rev)
     base_what = f"the baseline `{record.name}` (run {record.source_run_id[:8]})"
+    if (base_order.suite, base_order.version) != (record.suite, record.suite_version):
+        raise ConfigError(f"{store.where}: the baseline is of suite `{record.suite}` "
+                          f"v{record.suite_version}, but its configuration now runs suite "
+                          f"`{base_order.suite}` v{base_order.version}; promote a baseline on the "
+                          "suite as it is (`silas-exp baseline promote SWEEP VARIANT`)")
     if req.config:
         order, repeats = Order.of([*base_design, *req.config]), record.repeats()
+        _same_suite(f"--config {' '.join(req.config)}", order.suite, order.version, record,
+                    store)
         now = revision.here()
         checked = Side(CANDIDATE, f"the configuration `{' '.join(req.config)}`",
                        [*base_design, *req.config], now, Site(now), offset=req.seeds_from)
@@ -209,6 +216,9 @@ def check(reader: RunReader | None, log: GateLog, store: BaselineStore, req: Che
     else:
         assert reader is not None and study is not None
         overrides = study_overrides(reader, study)
+        _same_suite(f"of `{study.variant}` of study {study.sweep_id or study.run.run_id}",
+                    study.jobs[0].tags.get("silas.suite", ""),
+                    study.jobs[0].tags.get("silas.suite_version", ""), record, store)
         order = Order.of(overrides)
         study_rev = Revision.parse(study.jobs[0].tags.get("silas.git_revision"))
         site, why = _site(study_rev)
@@ -237,6 +247,21 @@ def check(reader: RunReader | None, log: GateLog, store: BaselineStore, req: Che
                    req.work, req.workers, say)
     return _outcome(req, log, record, run, checked, control, repeats, same_seeds, subject, target,
                     settings)
+
+
+def _same_suite(what: str, suite: str, version: str, record: BaselineRecord,
+                store: BaselineStore) -> None:
+    """Exit 2 unless the check runs the baseline's suite at its version: no case
+    of one suite pairs with a case of another."""
+    if (suite, version) == (record.suite, record.suite_version):
+        return
+    fix = (f"check it against suite `{suite}`'s own baseline (--suite-dir with that suite's "
+           f"folder), or run it on suite `{record.suite}`" if suite != record.suite else
+           f"promote a baseline on suite `{suite}` v{version} (`silas-exp baseline promote "
+           "SWEEP VARIANT`), or check a study run on v" + record.suite_version)
+    raise ConfigError(f"regress {what}: it runs suite `{suite}` v{version}, but the baseline in "
+                      f"{store.where} is of suite `{record.suite}` v{record.suite_version}, so no "
+                      f"case pairs with the baseline's; {fix}")
 
 
 def _own_arm(reader: RunReader, study: Study, record: BaselineRecord, base_rev: Revision
@@ -286,6 +311,11 @@ def _outcome(req: CheckRequest, log: GateLog, record: BaselineRecord, run: GateR
             aa = run_grid(control.overrides, grid, req.work / "aa", req.workers, control.site)
         else:
             notes.append(f"no A/A for the flags' expected counts: {control.why_not}")
+    if not checked.jobs(blocks, repeats) or not control.jobs(blocks, repeats):
+        raise ConfigError(f"regress {subject}: no paired case between the checked side (suite "
+                          f"`{order.suite}` v{order.version}) and the baseline's (suite "
+                          f"`{record.suite}` v{record.suite_version}, {len(record.cases())} "
+                          "cases); nothing to decide on")
     looked = settings.model_copy(update={"confidence": run.confidence})
     report = regress(checked.jobs(blocks, repeats),
                      control.jobs(blocks, repeats) if same_seeds else record_jobs(record),

@@ -151,7 +151,8 @@ class RegressionReport:
         return "; ".join(parts)
 
     def reasons(self) -> str:
-        return "; ".join(self.result.verdicts[CANDIDATE].reasons)
+        return "; ".join(self.result.verdicts[CANDIDATE].reasons) or \
+            f"no gated metric decided on the {self.cases} paired cases"
 
     def headline(self, accepted: str | None = None) -> str:
         """One line for the top of the checked study's description."""
