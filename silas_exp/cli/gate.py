@@ -121,7 +121,13 @@ def cmd_regress(args) -> int:
     import tempfile
     from datetime import UTC, datetime
 
-    from silas_exp.gate.check import CheckRequest, check, config_suite_dir, study_suite_dir
+    from silas_exp.gate.check import (
+        CheckRequest,
+        check,
+        config_suite_dir,
+        run_params,
+        study_suite_dir,
+    )
     from silas_exp.gate.ports import NoLog
     from silas_exp.gate.store import SuiteFolder
 
@@ -150,8 +156,9 @@ def cmd_regress(args) -> int:
         now = datetime.now(UTC)
         tags = outcome.tags(now.isoformat(timespec="seconds"), log.user())
         target = outcome.target or log.check_run(
-            outcome.record, f"regress {' '.join(args.config)[:40]}", tags=tags, params={},
-            metrics={}, started=started.timestamp(), ended=now.timestamp())
+            outcome.record, f"regress {' '.join(args.config)[:40]}", tags=tags,
+            params=run_params(req, outcome.record), metrics=outcome.report.figures(),
+            started=started.timestamp(), ended=now.timestamp())
         log.checked(target, tags, outcome.markdown, outcome.headline)
         print(f"recorded on run {target} (tag silas.regress, regress.md)")
     if any(not g.passed for g in outcome.gates):

@@ -86,8 +86,7 @@ class CheckOutcome:
                                                        or self.accepted is not None)
 
     def tags(self, when: str, by: str) -> dict[str, str]:
-        tags = {"silas.regress": "pass" if not self.report.regressed else
-                "regression" if self.report.outcome.value == "do_not_ship" else "inconclusive",
+        tags = {"silas.regress": self.report.tag,
                 "silas.regress_baseline": self.record.source_run_id,
                 "silas.regress_at": when, "silas.regress_by": by,
                 "silas.regress_flags": self.report.flag_line()[:5000]}
@@ -96,6 +95,14 @@ class CheckOutcome:
         if self.gates:
             tags["silas.regress_gates"] = "pass" if all(g.passed for g in self.gates) else "fail"
         return tags
+
+
+def run_params(req: CheckRequest, record: BaselineRecord) -> dict[str, str]:
+    """What a check of a configuration chose, as its own run's params."""
+    return {"regress.config": " ".join(req.config or []), "regress.seeds_from": str(req.seeds_from),
+            "regress.max_cases": str(req.max_cases) if req.max_cases else "pool",
+            "regress.baseline": record.name, "regress.baseline_run_id": record.source_run_id,
+            "regress.baseline_code": record.git_revision or "unknown"}
 
 
 def baseline_of(store: BaselineStore) -> BaselineRecord:

@@ -45,8 +45,11 @@ import numpy as np
 
 from silas_exp.analysis.ablation import AblationResult, ablation
 from silas_exp.analysis.data import JobData, SweepData
+from silas_exp.analysis.decision import margin_text
+from silas_exp.analysis.result import Comparison
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.metrics.names import display_name
+from silas_exp.metrics.numbers import interval, num, percent, rounded, signed
 from silas_exp.schema.baseline import CHECK_MARK as NOTE_MARK
 from silas_exp.stats import Outcome
 
@@ -137,6 +140,31 @@ class RegressionReport:
     def decision(self) -> str:
         return OUTCOMES[self.outcome]
 
+    @property
+    def tag(self) -> str:
+        """The decision as the tag ``silas.regress`` holds it: the same words."""
+        return self.decision.replace(" ", "_")
+
+    def gated(self) -> list[Comparison]:
+        """The checked side's comparison on each gated metric."""
+        return [c for c in self.result.comparisons
+                if c.variant == CANDIDATE and c.metric in self.result.gated]
+
+    def figures(self) -> dict[str, float]:
+        """Numbers for a check's own run: each gated metric's Δ, its CI and
+        margin (as the report shows them), the cases and the flags."""
+        out: dict[str, float] = {"regress.cases": float(self.cases),
+                                 "regress.pairs": float(self.compared)}
+        for c in self.gated():
+            for what, value in (("delta", c.delta), ("ci_low", c.ci_low),
+                                ("ci_high", c.ci_high), ("margin", c.margin)):
+                if not math.isnan(value):
+                    out[f"regress.{c.metric}.{what}"] = rounded(value)
+        for kind, n in self.flag_counts().items():
+            if kind != "latency" or self.latency_checked:
+                out[f"regress.flags.{kind}"] = float(n)
+        return out
+
     def flag_counts(self) -> dict[str, int]:
         return {k: sum(f.kind == k for f in self.flags) for k in KINDS}
 
@@ -171,7 +199,7 @@ class RegressionReport:
                  f"{self.subject} against the baseline {self.baseline}, on the {self.cases} cases "
                  f"it covers ({self.compared} case × repeat pairs).", "",
                  f"**Decision** (verdict rule: non-inferiority at the gated margins, "
-                 f"{self.result.confidence:.0%} two-sided confidence): {self.decision} — "
+                 f"{percent(self.result.confidence)} two-sided confidence): {self.decision} — "
                  f"{self.reasons()}.", ""]
         if accepted:
             lines += [f"**Accepted:** {accepted}", ""]
@@ -179,12 +207,12 @@ class RegressionReport:
             lines += [f"- {line}" for line in self.context] + [""]
         against = ("baseline's configuration, same seeds" if self.result.control == RERUN
                    else "baseline")
-        lines += [f"| gated metric | Δ checked − {against} | CI | margin | call |",
-                  "|---|---|---|---|---|"]
-        for c in self.result.comparisons:
-            if c.variant == CANDIDATE and c.metric in self.result.gated:
-                lines.append(f"| {c.metric} | {c.delta:+.4f} | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] "
-                             f"| {c.margin:.3g} | {c.call.value if c.call else ''} |")
+        lines += [f"| gated metric | checked | {against} | Δ [CI] | margin | call |",
+                  "|---|---|---|---|---|---|"]
+        for c in self.gated():
+            lines.append(f"| {display_name(c.metric)} (`{c.metric}`) | {num(c.mean)} | "
+                         f"{num(c.control_mean)} | {interval(c.delta, c.ci_low, c.ci_high)} | "
+                         f"{margin_text(c.margin)} | {c.call.value if c.call else ''} |")
         lines += ["", "**Per-case flags (§20.5)**, each with the count expected when nothing "
                   f"changed ({self.expected_from or 'no A/A: not estimated'}):", ""]
         for kind, n in self.flag_counts().items():
@@ -276,7 +304,7 @@ def rerun_note(rerun: Sequence[JobData], logged: Sequence[JobData], gated: Seque
              if metric in now.cases[c] and metric in was.cases[c]]
         d = [x for x in d if not math.isnan(x)]
         if d:
-            shifts.append(f"{display_name(metric)} {float(np.mean(d)):+.4g}")
+            shifts.append(f"{display_name(metric)} {signed(float(np.mean(d)))}")
     return ("checked under other seeds than the baseline's, so decided against the baseline's "
             "configuration run under the same seeds (a concurrent control, paired case by case "
             "with the same random streams); the flags compare with the logged results. The "

@@ -80,3 +80,23 @@ def test_no_decision_reads_with_an_empty_reason():
     report.result.verdicts[CANDIDATE].reasons.clear()
     assert report.reasons() == f"no gated metric decided on the {report.cases} paired cases"
     assert not report.headline().rstrip().endswith(":")
+
+
+def test_a_relative_margin_is_fixed_once_from_the_baselines_logged_mean(tmp_path):
+    """Tokens per served need's margin is 5 % of the baseline's logged mean, the
+    same at every look of the check and in its report, whatever cases a look reads."""
+    from silas_exp.analysis.settings import AnalysisSettings
+    from silas_exp.gate.check import baseline_margins
+
+    results = [BenchmarkResult(case_id=f"case-{i:04d}", status="pass", latency_ms=1.0,
+                               token_cost=1, metrics={"context.tokens_per_served_need": tokens,
+                                                      "context.retrieval_relevance": 0.7})
+               for i, tokens in enumerate((9000.0, 9400.0, 9900.0))]
+    record = BaselineRecord(suite="default", suite_version="3.0.0", variant="scorer=weights",
+                            overrides=["scorer=weights"], source_run_id="b" * 32,
+                            jobs=[BaselineJob(repeat=0, block=0, results=results)])
+    margins = baseline_margins(record, AnalysisSettings())
+    assert margins == {"context.tokens_per_served_need": pytest.approx(0.05 * 9433.333333)}
+    mine = baseline_margins(record, AnalysisSettings(margins={
+        "context.tokens_per_served_need": 300.0}))
+    assert mine == {"context.tokens_per_served_need": 300.0}  # a declared margin wins

@@ -77,8 +77,9 @@ def _regress(clone: Path, store: SuiteFolder, work: Path, *args: str):
 
 
 def _delta(stdout: str, metric: str) -> str:
-    return next(line for line in stdout.splitlines() if f"`{metric}`" in line
-                or line.startswith(f"| {metric} |"))
+    """The Δ [CI] cell of a gated metric's row."""
+    row = next(line for line in stdout.splitlines() if f"(`{metric}`) |" in line)
+    return row.split("|")[4].strip()
 
 
 def test_the_baselines_side_runs_its_own_commit_and_the_change_is_caught(clone, tmp_path):
@@ -92,10 +93,8 @@ def test_the_baselines_side_runs_its_own_commit_and_the_change_is_caught(clone, 
     assert f"code {same[:12]} (this checkout's code)" in proc.stdout
     assert (worktree / TARGET).read_text() == original  # the baseline's own code
     for metric in ("context.retrieval_relevance", "ir.ndcg_at_10", "summary.pass"):
-        row = _delta(proc.stdout, metric)
-        assert "| +0.000 | [+0.000, +0.000] |" in row or "| +0.0000 | [+0.0000, +0.0000] |" in row, row
+        assert _delta(proc.stdout, metric) == "+0.000 [+0.000, +0.000]", proc.stdout
     _commit(clone, original.replace(ORIGINAL, INJECTED), "the calibration ignored")
     caught = _regress(clone, store, tmp_path / "changed", "--seeds-from", "1")
     assert caught.returncode == 1, caught.stdout[-3000:]
-    row = _delta(caught.stdout, "ir.ndcg_at_10")
-    assert row.split("|")[2].strip().startswith(("−", "-")), row  # nDCG@10 worse, not 0
+    assert _delta(caught.stdout, "ir.ndcg_at_10").startswith("−")  # nDCG@10 worse, not 0
