@@ -39,11 +39,8 @@ from functools import cache
 from pathlib import Path
 
 from silas_exp.records import exclusive
+from silas_exp.tracking.payload import RUNTIME_PATHS as RUNTIME
 
-# what takes part in a run; the suite folder's gate records do not
-RUNTIME = ("silas_exp", "hydra_plugins", "conf", "suites", "probes", "pyproject.toml",
-           ":(exclude)suites/*/baseline.json", ":(exclude)suites/*/baseline_history.jsonl",
-           ":(exclude)suites/*/sensitivity.json")
 WORKTREES = Path(".cache") / "silas_exp" / "worktrees"
 
 # run a module from the tree in argv[1], not from this environment's editable install

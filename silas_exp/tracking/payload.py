@@ -242,13 +242,21 @@ def code_revision(root: str) -> str:
     return rev if rev != "unknown" else git_revision(root)
 
 
+# what takes part in a run (the gate's records in a suite folder do not): a local
+# change here makes a revision "-dirty", which no commit reproduces
+RUNTIME_PATHS = ("silas_exp", "hydra_plugins", "conf", "suites", "probes", "pyproject.toml",
+                 ":(exclude)suites/*/baseline.json", ":(exclude)suites/*/baseline_history.jsonl",
+                 ":(exclude)suites/*/sensitivity.json")
+
+
 @cache
 def git_revision(root: str) -> str:
-    """HEAD commit of the checkout at ``root`` (+"-dirty" with local changes), or "unknown"."""
+    """HEAD commit of the checkout at ``root`` (+"-dirty" with local changes to
+    what takes part in a run, new files there included), or "unknown"."""
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *RUNTIME_PATHS], cwd=root,
                                capture_output=True, text=True, timeout=5).stdout.strip()
         return rev + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):

@@ -105,3 +105,20 @@ def test_no_checkout_runs_nothing_else(tmp_path, monkeypatch):
     monkeypatch.setattr(revision, "checkout", lambda: None)
     with pytest.raises(NotRunnable, match="does not run from a git checkout"):
         revision.site_for(Revision("a" * 40))
+
+
+def test_a_run_is_recorded_dirty_only_for_changes_to_what_runs(repo):
+    """``silas.git_revision`` (the revision a baseline records) marks uncommitted
+    changes that no commit reproduces: the code, new files beside it included,
+    not the docs."""
+    from silas_exp.tracking.payload import git_revision
+
+    head = _commit(repo, "first")
+    recorded = git_revision.__wrapped__  # uncached: the checkout changes under the test
+    (repo / "docs" / "a.md").write_text("changed\n")
+    assert recorded(str(repo)) == head
+    (repo / "silas_exp" / "new.py").write_text("x = 1\n")
+    assert recorded(str(repo)) == head + "-dirty"
+    (repo / "silas_exp" / "new.py").unlink()
+    (repo / "silas_exp" / "scorer.py").write_text("WEIGHT = 3\n")
+    assert recorded(str(repo)) == head + "-dirty"
