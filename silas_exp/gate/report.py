@@ -53,7 +53,7 @@ from silas_exp.metrics.numbers import interval, num, percent, rounded, signed
 from silas_exp.schema.baseline import CHECK_MARK as NOTE_MARK
 from silas_exp.stats import Outcome
 
-CANDIDATE, LOGGED = "checked", "logged baseline"  # the two arms of the comparison
+CANDIDATE, LOGGED = "checked", "baseline side"  # the baseline's side under its own seeds
 RERUN = "baseline configuration"  # the control under other seeds: the baseline's config rerun
 JUDGE_DROP, LATENCY_UP = 0.1, 0.5  # §20.5
 KINDS = {"pass": "pass → fail", "judge": f"judge score −{JUDGE_DROP}",
