@@ -86,6 +86,8 @@ class Clone:
         lines = [ln for ln in proc.stdout.splitlines()
                  if ln.startswith(("gate: ", "**Regression check"))]
         decision = re.search(r"\*\*Regression check: ([^*]+)\*\*", proc.stdout)
+        print(f"  {what}: exit {proc.returncode}, "
+              f"{decision.group(1) if decision else proc.stderr.strip()[-300:]}", flush=True)
         return {"what": what, "exit": proc.returncode, "lines": lines,
                 "report": proc.stdout[proc.stdout.find("## Regression check"):][:6000],
                 "decision": decision.group(1) if decision else None,
