@@ -40,6 +40,7 @@ from pathlib import Path
 
 from silas_exp.records import exclusive
 from silas_exp.tracking.payload import RUNTIME_PATHS as RUNTIME
+from silas_exp.tracking.payload import changes_digest
 
 WORKTREES = Path(".cache") / "silas_exp" / "worktrees"
 
@@ -76,14 +77,22 @@ class Revision:
 
     commit: str | None  # None: unknown (no git when it ran)
     dirty: bool = False  # it ran with uncommitted changes
+    digest: str | None = None  # of those changes (None: not recorded)
 
     @classmethod
     def parse(cls, text: str | None) -> Revision:
-        """``abc…``, ``abc…-dirty`` or ``unknown`` (``silas.git_revision``)."""
+        """``abc…``, ``abc…-dirty-<digest>``, ``abc…-dirty`` (a record from before
+        digests) or ``unknown`` (``silas.git_revision``)."""
         text = (text or "").strip()
         if not text or text == "unknown":
             return cls(None)
-        return cls(text.removesuffix("-dirty"), text.endswith("-dirty"))
+        commit, _, rest = text.partition("-dirty")
+        return cls(commit, bool(_), rest.removeprefix("-") or None)
+
+    def same_changes(self, other: Revision) -> bool:
+        """The same commit with the same uncommitted changes (both known)."""
+        return (self.commit is not None and self.commit == other.commit and self.dirty
+                and other.dirty and self.digest is not None and self.digest == other.digest)
 
     def __str__(self) -> str:
         if self.commit is None:
@@ -116,7 +125,8 @@ def here(repo: Path | None = None) -> Revision:
     if repo is None:
         return Revision(None)
     head = _git(repo, "rev-parse", "HEAD").stdout.strip()
-    return Revision(head, _changed(repo, head))
+    dirty = _changed(repo, head)
+    return Revision(head, dirty, changes_digest(repo) if dirty else None)
 
 
 def _changed(repo: Path, commit: str) -> bool:
@@ -136,6 +146,8 @@ def same_code(a: Revision, b: Revision, repo: Path | None = None) -> bool | None
     """Whether two recorded revisions run the same code; None when it cannot
     be told (an unknown or uncommitted revision, a commit not in the history)."""
     repo = repo or checkout()
+    if a.same_changes(b):
+        return True
     if repo is None or a.commit is None or b.commit is None or a.dirty or b.dirty:
         return None
     if a.commit == b.commit:
@@ -149,7 +161,11 @@ def same_code(a: Revision, b: Revision, repo: Path | None = None) -> bool | None
 def differs_here(rev: Revision, repo: Path | None = None) -> bool | None:
     """Whether the code here differs from ``rev``'s; None when it cannot be told."""
     repo = repo or checkout()
-    if repo is None or rev.commit is None or rev.dirty or not _has(repo, rev.commit):
+    if repo is None or rev.commit is None:
+        return None
+    if rev.dirty:
+        return False if rev.same_changes(here(repo)) else None
+    if not _has(repo, rev.commit):
         return None
     return _changed(repo, rev.commit)
 
@@ -183,8 +199,10 @@ def site_for(rev: Revision, repo: Path | None = None) -> Site:
     if rev.commit is None:
         raise NotRunnable("its jobs recorded no code revision (they ran without git)")
     if rev.dirty:
+        if rev.same_changes(here(repo)):
+            return Site(rev)  # the same uncommitted changes here: the same code
         raise NotRunnable(f"its jobs ran commit {rev.commit[:12]} with uncommitted changes, "
-                          "which no commit holds")
+                          "which no commit holds (and this checkout does not have them)")
     if not _has(repo, rev.commit):
         raise NotRunnable(f"commit {rev.commit[:12]} is not in the history of {repo} (fetch it, "
                           "or clone the repository it was promoted from)")

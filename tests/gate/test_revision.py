@@ -40,7 +40,8 @@ def repo(tmp_path):
 
 
 def test_revisions_read_as_recorded():
-    assert Revision.parse("abc123-dirty") == Revision("abc123", True)
+    assert Revision.parse("abc123-dirty") == Revision("abc123", True)  # no digest recorded
+    assert Revision.parse("abc123-dirty-0123456789ab") == Revision("abc123", True, "0123456789ab")
     assert Revision.parse("unknown") == Revision(None) == Revision.parse(None)
     assert str(Revision("0123456789abcdef")) == "0123456789ab"
     assert str(Revision("0123456789abcdef", True)) == "0123456789ab with uncommitted changes"
@@ -118,7 +119,23 @@ def test_a_run_is_recorded_dirty_only_for_changes_to_what_runs(repo):
     (repo / "docs" / "a.md").write_text("changed\n")
     assert recorded(str(repo)) == head
     (repo / "silas_exp" / "new.py").write_text("x = 1\n")
-    assert recorded(str(repo)) == head + "-dirty"
+    with_new = recorded(str(repo))
+    assert with_new.startswith(head + "-dirty-") and len(with_new) == len(head) + 19
     (repo / "silas_exp" / "new.py").unlink()
     (repo / "silas_exp" / "scorer.py").write_text("WEIGHT = 3\n")
-    assert recorded(str(repo)) == head + "-dirty"
+    edited = recorded(str(repo))
+    assert edited.startswith(head + "-dirty-") and edited != with_new  # other changes, other code
+    assert Revision.parse(edited) == revision.here(repo)  # what the gate sees here
+
+
+def test_uncommitted_changes_run_here_only_when_they_are_the_same(repo):
+    _commit(repo, "first")
+    (repo / "silas_exp" / "scorer.py").write_text("WEIGHT = 5\n")
+    then = revision.here(repo)
+    assert then.dirty and then.digest
+    assert revision.site_for(then, repo).tree is None  # the same changes: the same code, here
+    assert revision.differs_here(then, repo) is False
+    (repo / "silas_exp" / "scorer.py").write_text("WEIGHT = 6\n")
+    with pytest.raises(NotRunnable, match="this checkout does not have them"):
+        revision.site_for(then, repo)
+    assert revision.differs_here(then, repo) is None
