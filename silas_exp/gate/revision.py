@@ -53,7 +53,7 @@ sys.meta_path[:] = [f for f in sys.meta_path
                     if not str(getattr(f, "__module__", "")).startswith("__editable__")]
 sys.path_hooks[:] = [h for h in sys.path_hooks
                      if not str(getattr(h, "__module__", "")).startswith("__editable__")]
-sys.path[:] = [p for p in sys.path if not str(p).startswith("__editable__")]
+sys.path[:] = [p for p in sys.path if p and not str(p).startswith("__editable__")]  # no cwd
 sys.path.insert(0, str(tree))
 sys.path_importer_cache.clear()
 import importlib.util, pkgutil, hydra_plugins, silas_exp

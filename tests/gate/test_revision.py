@@ -139,3 +139,22 @@ def test_uncommitted_changes_run_here_only_when_they_are_the_same(repo):
     with pytest.raises(NotRunnable, match="this checkout does not have them"):
         revision.site_for(then, repo)
     assert revision.differs_here(then, repo) is None
+
+
+def test_a_tree_runs_its_own_code_and_never_this_install(tmp_path):
+    """The bootstrap takes this environment's editable install out of the path:
+    a tree's silas_exp is imported from the tree, and a tree without one fails
+    instead of quietly running today's code."""
+    tree = tmp_path / "tree"
+    (tree / "silas_exp").mkdir(parents=True)
+    (tree / "hydra_plugins").mkdir()
+    (tree / "silas_exp" / "__init__.py").write_text("")
+    (tree / "silas_exp" / "__main__.py").write_text("import silas_exp\nprint(silas_exp.__file__)\n")
+    cmd, env = revision.tree_command(tree, "silas_exp")
+    ran = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0 and ran.stdout.strip() == str(tree / "silas_exp" / "__init__.py")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cmd, env = revision.tree_command(empty, "silas_exp")
+    refused = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "No module named 'silas_exp'" in refused.stderr
