@@ -18,7 +18,9 @@
    ``--seeds-from 1`` … ``M``: at least 9 of 10 pass.
 4. The baseline cut to its first block (40 cases: what promoting a study that
    stopped after block 1 records) against the injected change: the first
-   look cannot decide, so the gate runs more blocks, both sides.
+   look cannot decide, so the gate runs more blocks, both sides; and the same
+   40-case baseline against a change within the margins but near them
+   (``scorer.base.age_decay=0``), which its first look cannot decide either.
 5. A study of the smoke suite checked against the default suite's baseline:
    exit 2, both suites named.
 
@@ -138,6 +140,9 @@ def run_code_scenarios(repo: Path, folder: Path, seeds: int, harmless: int,
     out["scenarios"]["unchanged"] = [
         clone.regress("--config", "scorer=weights", "--seeds-from", str(s),
                       what=f"--seeds-from {s}") for s in range(1, seeds + 1)]
+    out["scenarios"]["first_block_grows"] = [
+        clone.regress("--config", "scorer=weights", "scorer.base.age_decay=0",
+                      what="40-case baseline, scorer.base.age_decay=0", store=store40)]
     out["scenarios"]["harmless"] = [
         clone.regress("--config", "scorer=weights", "scorer.l2=21", "--seeds-from", str(s),
                       what=f"scorer.l2=21 --seeds-from {s}") for s in range(1, harmless + 1)]
@@ -156,6 +161,13 @@ def summary(out: dict) -> list[str]:
     lines = [f"baseline: scorer=weights on {out['baseline']['cases']} cases "
              f"(study {out['baseline']['sweep']}, code {out['baseline']['revision'][:12]})"]
     for name, checks in out["scenarios"].items():
+        if name == "first_block_grows":  # wanted: more cases than the baseline's 40, then a decision
+            looks = [len([ln for ln in c["lines"] if ln.startswith("gate: look after")])
+                     for c in checks]
+            lines.append(f"{name:20s} {sum(n > 1 for n in looks)}/{len(checks)} read more cases "
+                         f"than the baseline's ({looks} looks) — "
+                         + ", ".join(f"{c['what']}: {c['decision']}" for c in checks))
+            continue
         right = sum(c["exit"] == wanted[name] for c in checks)
         decisions = ", ".join(f"{c['what']}: {c['decision'] or c['error']}" for c in checks)
         word = {0: "pass", 1: "fail the gate", 2: "exit 2"}[wanted[name]]

@@ -168,8 +168,9 @@ def code(ns: argparse.Namespace) -> None:
                                      ns.pool)
     for line in summary(out):
         print(line)
-    for check in out["scenarios"].get("first_block_baseline", []):
-        print(f"the 40-case baseline against the injected change ({check['what']}):")
+    for check in [*out["scenarios"].get("first_block_baseline", []),
+                  *out["scenarios"].get("first_block_grows", [])]:
+        print(f"{check['what']}:")
         for line in check["lines"]:
             print(f"    {line}")
     print(f"({out['seconds']:.0f} s)")
