@@ -159,11 +159,14 @@ class SilasSweeper(BasicSweeper):
         assert self.config is not None
         from silas_exp.analysis.baseline import baseline_arm
         from silas_exp.eviction.two_tier import ahead
+        from silas_exp.gate.revision import code_note
+        from silas_exp.gate.store import SuiteFolder
 
         ahead.start()  # a first run's compile of the replay loop, beside what follows
-
-        self.arm = baseline_arm(self.config.get("analysis") or {}, str(self.config.suite.path),
-                                Path(str(self.config.hydra.sweep.dir)))
+        record = SuiteFolder(str(self.config.suite.path)).read()
+        self.arm = baseline_arm(self.config.get("analysis") or {}, record,
+                                Path(str(self.config.hydra.sweep.dir)),
+                                code_note(record.git_revision) if record else "")
         try:
             checked = check_sweep(self, arguments)  # every job's config and suite, first
             self.preflighted = {self._loose_shape(job) for job in checked}

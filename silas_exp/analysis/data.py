@@ -9,7 +9,6 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from silas_exp.analysis.baseline import CONTROL_FILE, ControlArm
 from silas_exp.errors import AnalysisError
 from silas_exp.records import JobResult, read_manifest, sweep_job_results
 from silas_exp.schema.benchmark import BenchmarkResult
+from silas_exp.schema.runs import LoggedRun
 
 NOT_COMPLETED = ("error", "timeout")
 # per-case outcomes compared over every case, errored ones included; every
@@ -237,7 +237,7 @@ def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None,
 def baseline_history(suite_dir: Path) -> dict[str, dict[str, float]] | None:
     """The suite's promoted baseline's logged per-case values, each case's mean over
     its repeats (case -> metric -> value): a paid study's second covariate."""
-    from silas_exp.analysis.baseline import read_baseline
+    from silas_exp.gate.store import read_baseline
 
     try:
         record = read_baseline(suite_dir)
@@ -268,12 +268,12 @@ def load_sensitivity(suite_dir: Path) -> dict[str, dict] | None:
                             "sensitivity SANITY_SWEEP --suite-dir ...`") from None
 
 
-def latest_per_job(runs: Iterable[Any]) -> list[Any]:
+def latest_per_job(runs: Iterable[LoggedRun]) -> list[LoggedRun]:
     """Keep the newest FINISHED run per (variant, repeat, block) — resumed sweeps may hold several."""
-    best: dict[tuple[str, str], Any] = {}
+    best: dict[tuple[str, str, str], LoggedRun] = {}
     for r in runs:
-        key = (r.data.tags.get("silas.variant", ""), r.data.tags.get("silas.repeat", ""),
-               r.data.tags.get("silas.block", "0"))
-        if key not in best or r.info.start_time > best[key].info.start_time:
+        key = (r.tags.get("silas.variant", ""), r.tags.get("silas.repeat", ""),
+               r.tags.get("silas.block", "0"))
+        if key not in best or r.start_time > best[key].start_time:
             best[key] = r
     return list(best.values())

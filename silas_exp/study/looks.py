@@ -15,7 +15,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from silas_exp.analysis.ablation import AblationResult, ablation, pick_control, suite_kind
-from silas_exp.analysis.baseline import read_baseline
 from silas_exp.analysis.data import load_sweep_dir
 from silas_exp.analysis.margins import (
     baseline_means,
@@ -25,6 +24,7 @@ from silas_exp.analysis.margins import (
 )
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
+from silas_exp.gate.store import read_baseline
 from silas_exp.metrics.registry import gated_for, spec
 from silas_exp.stats import MetricCall, Oriented, Outcome
 from silas_exp.stats.sequential import chances_at_max, decide_chances, futile, look_z

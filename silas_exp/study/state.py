@@ -49,11 +49,11 @@ class AdaptiveState:
 
     @classmethod
     def plan_blocks(cls, settings: AnalysisSettings, blocks: int, cases_per_block: int,
-                    pool_cases: int, seed: int) -> AdaptiveState:
-        """Looks after blocks 1, 2, 4, … and the last, each at the confidence
-        of its group-sequential boundary (information fraction = cases so far
-        over the pool's)."""
-        looks = look_rounds(1, blocks) if blocks > 1 else [1]
+                    pool_cases: int, seed: int, first: int = 1) -> AdaptiveState:
+        """Looks after blocks ``first``, then doubling (1, 2, 4, …), and the
+        last, each at the confidence of its group-sequential boundary
+        (information fraction = cases so far over the pool's)."""
+        looks = look_rounds(first, blocks) if blocks > first else [blocks]
         cases = [min(b * cases_per_block, pool_cases) for b in looks]
         confidences = spending_confidences(settings.confidence,
                                            tuple(n / pool_cases for n in cases))

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from silas_exp.analysis.ablation import ablation, pick_control
-from silas_exp.analysis.baseline import ControlArm, read_baseline
+from silas_exp.analysis.baseline import ControlArm
 from silas_exp.analysis.data import BASELINE, JobData, SweepData
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
+from silas_exp.gate.store import read_baseline
 from silas_exp.stats import Outcome
 
 N_CASES, N_REPEATS = 18, 5

@@ -14,9 +14,9 @@ from silas_exp.analysis.data import JobData
 from silas_exp.analysis.decision import decision_sentence
 from silas_exp.analysis.html import ablation_html
 from silas_exp.analysis.parent import PARENT_METRICS, parent_summary
-from silas_exp.analysis.regress import regress
 from silas_exp.analysis.report import ablation_markdown
 from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.gate.report import regress
 from silas_exp.stats import Outcome
 
 from .test_ablation_rules import BASE, _sweep

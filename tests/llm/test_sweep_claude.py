@@ -46,9 +46,9 @@ def test_sweep_against_faulty_api_completes_and_counts_add_up(server, cli, tmp_p
         if path.is_file() and path.stat().st_size < 50_000_000:
             assert API_KEY.encode() not in path.read_bytes(), path
 
-    from silas_exp.tracking.reader import Reader
+    from silas_exp.tracking.reader import MlflowRunReader
 
-    reader = Reader(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
+    reader = MlflowRunReader(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
     runs = reader.store.search_runs([e.experiment_id for e in reader.experiments()])
     assert len(runs) == 3  # parent + 2 jobs
     assert {r.data.tags.get("llm.backend") for r in runs} == {"anthropic"}
