@@ -158,9 +158,9 @@ class SilasSweeper(BasicSweeper):
 
         assert self.config is not None
         from silas_exp.analysis.baseline import baseline_arm
+        from silas_exp.baselines import SuiteFolder
         from silas_exp.eviction.two_tier import ahead
         from silas_exp.gate.revision import code_note
-        from silas_exp.gate.store import SuiteFolder
 
         ahead.start()  # a first run's compile of the replay loop, beside what follows
         record = SuiteFolder(str(self.config.suite.path)).read()

@@ -6,7 +6,7 @@ cases, other seeds, other code): it runs the baseline's *configuration* as
 its control arm, on the same cases, blocks, repeats and seeds as every
 variant, so every pair shares its random streams. The sweeper calls two
 functions, and nothing else of this module (the record comes from the suite's
-baseline store, silas_exp.gate.store):
+baseline store, silas_exp.baselines):
 
 * :func:`baseline_arm` once, before it plans any job: the control arm (its
   overrides, its name and why it is the control), or None when

@@ -237,7 +237,7 @@ def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None,
 def baseline_history(suite_dir: Path) -> dict[str, dict[str, float]] | None:
     """The suite's promoted baseline's logged per-case values, each case's mean over
     its repeats (case -> metric -> value): a paid study's second covariate."""
-    from silas_exp.gate.store import read_baseline
+    from silas_exp.baselines import read_baseline
 
     try:
         record = read_baseline(suite_dir)

@@ -43,9 +43,9 @@ def _root() -> Path:
 
 
 def cmd_baseline(args) -> int:
+    from silas_exp.baselines import SuiteFolder, suite_version
     from silas_exp.gate import promote
     from silas_exp.gate.ports import suite_dir_of
-    from silas_exp.gate.store import SuiteFolder, suite_version
 
     reader = _reader(args)
     if args.action == "promote":
@@ -74,9 +74,9 @@ def cmd_baseline(args) -> int:
 def _demote(args, reader) -> int:
     """``baseline demote``: the suite's baseline.json (--suite-dir, else the folder of
     the run the experiment's pointer names) and the experiment it was promoted in."""
+    from silas_exp.baselines import SuiteFolder
     from silas_exp.gate import promote
     from silas_exp.gate.ports import suite_dir_of
-    from silas_exp.gate.store import SuiteFolder
 
     if args.run or args.variant:
         raise AnalysisError("baseline demote takes no run: it demotes the suite's current "
@@ -121,6 +121,7 @@ def cmd_regress(args) -> int:
     import tempfile
     from datetime import UTC, datetime
 
+    from silas_exp.baselines import SuiteFolder
     from silas_exp.gate.check import (
         CheckRequest,
         check,
@@ -129,7 +130,6 @@ def cmd_regress(args) -> int:
         study_suite_dir,
     )
     from silas_exp.gate.ports import NoLog
-    from silas_exp.gate.store import SuiteFolder
 
     if bool(args.run) == bool(args.config):
         raise AnalysisError("regress checks a study (SWEEP_OR_RUN [VARIANT]) or a configuration "

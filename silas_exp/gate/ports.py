@@ -6,7 +6,7 @@ of it.
   (``silas_exp.tracking.reader.MlflowRunReader``); a new tracking backend's
   read side is one class with these methods.
 * :class:`BaselineStore`: where a suite's baseline record and its history are
-  kept. The suite folder is one (``silas_exp.gate.store.SuiteFolder``: the
+  kept. The suite folder is one (``silas_exp.baselines.SuiteFolder``: the
   spec's ``baseline.json``, committed with the code); a new store is one class.
 * :class:`GateLog`: what the tracking backend records of the gate, for people
   reading its pages (the experiment's pointer to the baseline, the marks on

@@ -6,7 +6,7 @@ design: seeds, repeats, blocks, paths, tracking), the suite and its version,
 the code revision, the seeds, and every per-case result of every job of the
 promoted variant (all blocks and repeats). Pure data here: the promotion
 (silas_exp.gate.promote) writes it through a baseline store, and
-silas_exp.gate.store is its one reader (``parse_baseline``), which also
+silas_exp.baselines is its one reader (``parse_baseline``), which also
 reads the first baselines (``first_format``).
 """
 
@@ -114,7 +114,7 @@ def promotion_entry(record: BaselineRecord, replaced: list[str]) -> dict[str, An
 
 def read_history(suite_dir: Path | str) -> list[dict[str, Any]]:
     """The suite's promotions and demotions, oldest first (``baseline_history.jsonl``,
-    one JSON object a line, appended by silas_exp.gate.store). A line
+    one JSON object a line, appended by silas_exp.baselines). A line
     that is not a whole JSON object (an append cut short) is left out."""
     path = Path(suite_dir) / HISTORY_FILE
     if not path.is_file():

@@ -23,8 +23,8 @@ from silas_exp.analysis.margins import (
     relative_metrics,
 )
 from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.baselines import read_baseline
 from silas_exp.errors import AnalysisError
-from silas_exp.gate.store import read_baseline
 from silas_exp.metrics.registry import gated_for, spec
 from silas_exp.stats import MetricCall, Oriented, Outcome
 from silas_exp.stats.sequential import chances_at_max, decide_chances, futile, look_z

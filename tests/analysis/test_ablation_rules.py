@@ -14,8 +14,8 @@ from silas_exp.analysis.ablation import ablation, pick_control
 from silas_exp.analysis.baseline import ControlArm
 from silas_exp.analysis.data import BASELINE, JobData, SweepData
 from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.baselines import read_baseline
 from silas_exp.errors import AnalysisError
-from silas_exp.gate.store import read_baseline
 from silas_exp.stats import Outcome
 
 N_CASES, N_REPEATS = 18, 5

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from silas_exp.analysis.baseline import ControlArm, control_arm, with_control_arm
-from silas_exp.gate.store import read_baseline
+from silas_exp.baselines import read_baseline
 from silas_exp.records import SweepManifest, read_manifest, write_manifest
 from silas_exp.schema.baseline import BaselineJob, BaselineRecord, config_overrides
 from silas_exp.schema.benchmark import BenchmarkResult
@@ -94,7 +94,7 @@ _FAKES = textwrap.dedent("""
     from pathlib import Path
 
     from silas_exp.gate import promote
-    from silas_exp.gate.store import SuiteFolder, read_baseline
+    from silas_exp.baselines import SuiteFolder, read_baseline
     from silas_exp.records import JobResult
     from silas_exp.schema.benchmark import BenchmarkResult, BenchmarkRun
     from silas_exp.schema.runs import LoggedRun

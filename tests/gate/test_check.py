@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from silas_exp.baselines import SuiteFolder
 from silas_exp.errors import ConfigError
 from silas_exp.gate.check import CheckRequest, check
 from silas_exp.gate.ports import NoLog
 from silas_exp.gate.promote import Study
 from silas_exp.gate.report import CANDIDATE, regress
-from silas_exp.gate.store import SuiteFolder
 from silas_exp.schema.baseline import BaselineJob, BaselineRecord
 from silas_exp.schema.benchmark import BenchmarkResult
 from silas_exp.schema.runs import LoggedRun

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from silas_exp.baselines import SuiteFolder
 from silas_exp.gate.revision import tree_command
-from silas_exp.gate.store import SuiteFolder
 from silas_exp.records import read_job_result
 from silas_exp.schema.baseline import BaselineJob, BaselineRecord
 

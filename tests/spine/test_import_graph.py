@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2] / "silas_exp"
 # package: add it to the row it belongs to, and to docs/architecture.md)
 LAYERS = [
     {"errors", "schema", "exits", "resolvers"},
-    {"llm", "stats", "plugins", "records"},
+    {"llm", "stats", "plugins", "records", "baselines"},
     {"context", "facts"},
     {"feedback", "scorers", "metrics", "probes"},
     {"eviction"},
