@@ -29,6 +29,7 @@ LAYERS = [
     {"tracking", "data"},
     {"study"},
     {"run", "tune"},
+    {"plan"},
     {"cli", "__main__"},
 ]
 
