@@ -35,6 +35,7 @@ def _finite(value) -> bool:
     ("bench_sweep.py", "sweep", {"none", "mlflow", "tracking_overhead", "same_verdicts"}),
     ("bench_launchers.py", "launchers-quick", {"basic", "silas", "joblib", "speedup_silas"}),
     ("bench_resume.py", "resume", {"command", "modes", "identical"}),
+    ("bench_plan.py", "plan", {"studies", "rows", "inside_range"}),
 ])
 def test_bench_quick_run(tmp_path, script, name, keys):
     env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"}
