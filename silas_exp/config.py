@@ -87,6 +87,49 @@ class PathsConfig(_Strict):
     cache: str
 
 
+class ModelPace(_Strict):
+    """What the price table does not say about a model: how long an answer
+    takes (first token, then output tokens at a rate; typical figures, not
+    measured here, so a plan that uses them says so and widens its minutes) and
+    the shortest prefix its prompt caching caches (shorter ones are billed in full)."""
+
+    first_token_s: float = Field(default=1.0, gt=0)
+    output_tokens_per_s: float = Field(default=80.0, gt=0)
+    min_cache_tokens: int = Field(default=1024, ge=0)
+
+    def answer_s(self, output_tokens: float) -> float:
+        return self.first_token_s + output_tokens / self.output_tokens_per_s
+
+
+class PlanConfig(_Strict):
+    """A study's plan (config group ``plan``, silas_exp/plan): none of it
+    changes what a job runs, so it is left out of every job's config hash."""
+
+    # auto: a study on a real model carries its plan; true: every study; false: none
+    carry: Literal["auto", True, False] = "auto"
+    worlds: int = Field(default=40, ge=4, le=2000)
+    seed: int = Field(default=0, ge=0)
+    departure: tuple[float, float] = (0.0, 0.3)
+    answer_s: float | None = Field(default=None, gt=0)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    max_in_flight: int | None = Field(default=None, ge=1)
+    workers: int | None = Field(default=None, ge=1)
+    cpu_ms_per_call: float = Field(default=9.0, ge=0)
+    models: dict[str, ModelPace] = Field(default_factory=dict)
+
+    @field_validator("departure")
+    @classmethod
+    def _share_range(cls, v: tuple[float, float]) -> tuple[float, float]:
+        low, high = v
+        if not 0.0 <= low <= high <= 1.0:
+            raise ValueError(f"plan.departure=[{low}, {high}]: give a range of shares within "
+                             "[0, 1], low first (e.g. [0.0, 0.3])")
+        return v
+
+    def pace(self, model_id: str) -> ModelPace:
+        return self.models.get(model_id, ModelPace())
+
+
 class ExperimentConfig(_Strict):
     seed: int = Field(default=0, ge=0)
     repeats: int | Literal["auto"] = 1  # "auto": adaptive rounds up to repeats_max
@@ -116,6 +159,7 @@ class ExperimentConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
+    plan: PlanConfig = Field(default_factory=PlanConfig)  # what a study predicts of itself
     paths: PathsConfig
     experiment: str | None = None
     # a tuning study's settings (experiment=tune), validated by its sweeper: silas_exp.tune.driver
@@ -200,7 +244,7 @@ class ExperimentConfig(_Strict):
         data = self.model_dump(mode="json", exclude={"repeat", "tracking", "paths", "fail_fast", "resume",
                                                        "case_errors", "fail_on",
                                                        "analysis", "repeats_min", "repeats_max",
-                                                       "tune"})
+                                                       "tune", "plan"})
         data["llm"] = {k: v for k, v in data["llm"].items() if k not in ("cache_dir", "cache_mode")}
         if not data["metrics"]["plugins"]:  # hashes of configs without plug-in metrics stay as they were
             del data["metrics"]["plugins"]

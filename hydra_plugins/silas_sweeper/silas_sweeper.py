@@ -170,6 +170,7 @@ class SilasSweeper(BasicSweeper):
         try:
             checked = check_sweep(self, arguments)  # every job's config and suite, first
             self.preflighted = {self._loose_shape(job) for job in checked}
+            self._carry_plan()  # a real-model study: its plan before its first call
         except Exception:
             from silas_exp.run.sweep_folder import release_unstarted
 
@@ -200,6 +201,21 @@ class SilasSweeper(BasicSweeper):
             log.info("Added the control " + ", ".join(f"{k}={v}" for k, v in added.items())
                      + " to the sweep (to compare with another, set analysis.control=...)")
         return super().sweep(arguments)
+
+    def _carry_plan(self) -> None:
+        """The study's plan (silas_exp.plan.carry): printed before the first
+        job, refused over ``llm.max_usd``. Not for repeats=auto."""
+        from silas_exp.plan.carry import carries, carry_plan
+        from silas_exp.run.callback import _experiment
+
+        assert self.config is not None
+        cfg = _experiment(self.config)
+        if cfg is None or str(cfg.repeats) == "auto" or not carries(cfg):
+            return
+        overrides = [o for o in self.config.hydra.overrides.task
+                     if o.partition("=")[0] not in ("resume",)]
+        carry_plan(cfg, overrides, Path(str(self.config.hydra.sweep.dir)),
+                   say=lambda line: print(line, flush=True))
 
     def split_arguments(self, overrides: Any, max_batch_size: int | None) -> Any:
         """The basic sweeper's jobs, each with only its own options' settings."""

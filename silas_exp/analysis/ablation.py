@@ -125,9 +125,11 @@ def _quiet():
 
 
 def _compare(data: SweepData, variant: str, control: str, metric: str, s: AnalysisSettings,
-             margin: float, mde: float | None, use_sprt: bool) -> Comparison | None:
+             margin: float, mde: float | None, use_sprt: bool,
+             descriptive: bool = True) -> Comparison | None:
     """One variant's paired comparison on one metric, at ``s.confidence``:
-    the variant's and the control's means on the same (case, repeat) pairs."""
+    the variant's and the control's means on the same (case, repeat) pairs
+    (``descriptive=False``: no p-values)."""
     cases, a, b = data.paired(variant, control, metric)
     m = a - b
     keep = ~np.all(np.isnan(m), axis=1) if len(cases) else np.zeros(0, bool)
@@ -150,9 +152,10 @@ def _compare(data: SweepData, variant: str, control: str, metric: str, s: Analys
             sprt = sprt_with_pilot(per_case, delta=mde, pilot=5).decision
         else:
             sprt = "needs --mde and more than 6 cases"
-    return Comparison(variant, metric, mean, sd, estimate, low, high,
-                      paired_permutation(per_case, seed=s.seed).pvalue,
-                      paired_wilcoxon(per_case).pvalue, math.nan, cohens_dz(per_case), len(m),
+    p_perm = paired_permutation(per_case, seed=s.seed).pvalue if descriptive else math.nan
+    p_wilcoxon = paired_wilcoxon(per_case).pvalue if descriptive else math.nan
+    return Comparison(variant, metric, mean, sd, estimate, low, high, p_perm,
+                      p_wilcoxon, math.nan, cohens_dz(per_case), len(m),
                       m.shape[1], int(np.sum(~np.isnan(m))), margin, Verdict.NO_DIFFERENCE,
                       sprt=sprt, control_mean=cmean, control_sd=csd, confidence=s.confidence,
                       multiplier=cv.multiplier if cv else math.nan,
@@ -245,13 +248,15 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
              metrics: list[str] | None = None, use_sprt: bool = False,
              mde: float | None = None,
              confidence_of: Mapping[str, float] | None = None,
-             pool_cases: int | None = None) -> AblationResult:
+             pool_cases: int | None = None, descriptive: bool = True) -> AblationResult:
     """The verdicts of every variant against the control. ``confidence_of``
     reads a variant's intervals at a confidence of its own (the look of a
     sequential study it stopped at) instead of ``settings.confidence``.
     ``pool_cases``: the cases the study could draw (a sequential study's
     pool; default: the cases the control ran), beyond which a number of cases
-    needed is out of reach."""
+    needed is out of reach. ``descriptive=False`` leaves out what the verdicts
+    do not read (p-values, the ranking of shipping variants): a look's
+    stopping rule needs the verdicts only."""
     s = settings or AnalysisSettings()
     own = {v: s.model_copy(update={"confidence": c}) for v, c in (confidence_of or {}).items()}
     control, reason = pick_control(data, s)
@@ -276,13 +281,15 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
         margins[metric] = s.margins.get(metric, mspec.margin_for(cmean))
         rows = [c for v in variants
                 if (c := _compare(data, v, control, metric, own.get(v, s), margins[metric], mde,
-                                  use_sprt))]
+                                  use_sprt, descriptive))]
         if metric in gated and not rows:
             result.notes.append(f"{metric} has no value on any shared case of this suite; it "
                                 "cannot gate here")
             continue
         adjust = holm if s.correction == "holm" else benjamini_hochberg
-        for r, p in zip(rows, adjust([r.p_perm for r in rows]) if rows else [], strict=True):
+        adjusted = adjust([r.p_perm for r in rows]) if rows and descriptive else \
+            [math.nan] * len(rows)
+        for r, p in zip(rows, adjusted, strict=True):
             r.p_adjusted = float(p)
             if mspec.direction != "none":
                 r.verdict = verdict(r.ci_low, r.ci_high, r.p_adjusted, mspec.higher_is_better,
@@ -302,7 +309,8 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
     result.sensitivity = _sensitivity(data, result.gated, margins, s.sensitivity_floor)
     for variant in variants:
         result.verdicts[variant] = _decide(data, result, variant, control)
-    annotate(data, result, s.seed, s.n_resamples)
+    if descriptive:
+        annotate(data, result, s.seed, s.n_resamples)
     result.warnings = study_warnings(data, result)
     return result
 

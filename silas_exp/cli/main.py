@@ -215,10 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_generate_suite)
 
     from silas_exp.cli.analysis import register  # analysis subcommands
+    from silas_exp.cli.plan import register as register_plan
     from silas_exp.cli.plugins import register as register_plugins
     from silas_exp.cli.ui import register as register_ui
 
     register(sub, default_uri)
+    register_plan(sub)
     register_plugins(sub)
     register_ui(sub, default_uri)
     return parser

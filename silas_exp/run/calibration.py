@@ -36,8 +36,11 @@ def _calibration_key(cfg: ExperimentConfig, loaded: LoadedSuite, job: JobSpec,
                      spec: CalibrationSpec) -> str:
     """Everything the calibration result depends on, the code and the suite's
     files included; variants A and B of one repeat share it, so a sweep
-    computes it once per repeat and process (once at all, from the disk cache)."""
+    computes it once per repeat and process (once at all, from the disk cache).
+    The backend that answers its replays is part of it: a dry run (simulated
+    answers for a real model) never hands its fit to the real run."""
     parts = {
+        "llm": [cfg.llm.backend, cfg.llm.base_url],
         "suite": [loaded.suite.suite_id, loaded.suite.version, str(loaded.root)],
         "base": spec.base.model_dump(), "explore": spec.explore_rate, "l2": spec.l2,
         "model": cfg.model.model_dump(), "eviction": cfg.eviction.model_dump(),

@@ -132,9 +132,10 @@ def look_and_close(data, settings: AnalysisSettings, state: AdaptiveState, round
         fix_margins(data, settings, state, baseline)
     looked = with_fixed_margins(state, settings).model_copy(
         update={"confidence": state.confidence_at(round_)})
-    try:  # a look needs the gated metrics only: the verdicts and futility read nothing else
+    try:  # a look needs the gated metrics' verdicts only: futility reads nothing else
         result = ablation(data, looked, metrics=list(settings.gate) if settings.gate
-                          else gated_for(suite_kind(data)), pool_cases=state.pool_cases)
+                          else gated_for(suite_kind(data)), pool_cases=state.pool_cases,
+                          descriptive=False)
     except AnalysisError:
         return None  # e.g. nothing finished yet: look again after the next round
     close_decided(result, data, state, round_)

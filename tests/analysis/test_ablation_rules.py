@@ -212,3 +212,20 @@ def test_a_named_control_is_found_however_its_overrides_are_typed():
     assert control == "eviction.keepbacks=False,scorer=heuristic" and "analysis.control" in why
     with pytest.raises(AnalysisError, match="is not a variant of sweep"):
         pick_control(data, AnalysisSettings(control="scorer=weights"))
+
+
+def test_a_look_computes_the_verdicts_alone_and_reaches_the_same_ones():
+    """descriptive=False (what a sequential study's look asks for) skips the
+    p-values and the ranking, and every verdict, call, interval and count of
+    cases needed is the full ablation's."""
+    data = _sweep({"scorer=heuristic": BASE, "scorer=same": BASE,
+                   "scorer=worse": [q - 0.1 for q in BASE],
+                   "scorer=edge": [q - 0.02 for q in BASE]})
+    full, look = ablation(data), ablation(data, descriptive=False)
+    assert {v: (x.outcome, x.reasons, x.n_needed) for v, x in full.verdicts.items()} == \
+        {v: (x.outcome, x.reasons, x.n_needed) for v, x in look.verdicts.items()}
+    key = lambda c: (c.variant, c.metric)  # noqa: E731
+    assert [(key(c), c.call, c.ci_low, c.ci_high) for c in full.comparisons] == \
+        [(key(c), c.call, c.ci_low, c.ci_high) for c in look.comparisons]
+    assert all(np.isnan(c.p_perm) and np.isnan(c.p_adjusted) for c in look.comparisons)
+    assert not any(np.isnan(c.p_perm) for c in full.comparisons)

@@ -39,6 +39,7 @@ def _finite(value) -> bool:
     ("bench_resume.py", "resume", {"command", "modes", "identical"}),
     ("bench_import.py", "import", {"runs", "median_mb_per_s", "large_over_small_rate"}),
     ("bench_preflight.py", "preflight", {"command", "runs", "median_cpu_s", "median_wall_s"}),
+    ("bench_plan.py", "plan", {"studies", "rows", "inside_range"}),
 ])
 def test_bench_quick_run(tmp_path, script, name, keys):
     env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"}

@@ -109,8 +109,13 @@ class FakeMessagesServer:
     def __init__(self, *, latency_s: float = 0.0, jitter_s: float = 0.0,
                  responder: Callable[[dict], dict] | None = None, slow_s: float = 5.0,
                  batch_delay_s: float = 0.1, api_key: str = API_KEY,
-                 max_concurrent: int | None = None, limit_retry_after: float = 0.1) -> None:
-        """``latency_s`` ± uniform ``jitter_s``: time each answer takes."""
+                 max_concurrent: int | None = None, limit_retry_after: float = 0.1,
+                 min_cache_tokens: int | dict[str, int] = 0) -> None:
+        """``latency_s`` ± uniform ``jitter_s``: time each answer takes.
+        ``min_cache_tokens``: the shortest system prompt prompt caching caches
+        (per model id, or one for all; the API's own floors, e.g. 4,096 tokens
+        for Haiku 4.5): a shorter one marked for caching is billed in full."""
+        self.min_cache_tokens = min_cache_tokens
         self.latency_s, self.jitter_s = latency_s, jitter_s
         self.max_concurrent, self.limit_retry_after = max_concurrent, limit_retry_after
         self.slow_s, self.batch_delay_s = slow_s, batch_delay_s
@@ -170,6 +175,10 @@ class FakeMessagesServer:
         system = body.get("system") or []
         system_text = _text_of(system) if system else ""
         cache_marked = isinstance(system, list) and any(b.get("cache_control") for b in system)
+        floor = self.min_cache_tokens
+        if isinstance(floor, dict):
+            floor = floor.get(body.get("model", ""), 0)
+        cache_marked = cache_marked and _tokens(system_text) >= floor
         cache_read = cache_write = 0
         if cache_marked:
             with self._lock:

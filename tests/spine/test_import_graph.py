@@ -29,7 +29,7 @@ LAYERS = [
     {"tracking", "data"},
     {"study"},
     {"run", "tune"},
-    {"gate"},
+    {"gate", "plan"},
     {"cli", "__main__"},
 ]
 

@@ -144,11 +144,12 @@ _MEMO: dict[str, TwinJob] = {}  # entries read or made in this process
 
 
 def _twin_config(overrides: Sequence[str]) -> Any:
-    """An arm's config with the simulated backend (model ids and prices kept)."""
+    """An arm's config with the simulated backend (model ids and prices kept;
+    no spend cap: what the simulated answers would cost is no spend)."""
     from silas_exp.config import compose_config
 
     return compose_config([*overrides, "model.backend=simulated", "llm.dry_run=false",
-                           "llm.simulated_latency_ms=0", "tracking=none"])
+                           "llm.simulated_latency_ms=0", "llm.max_usd=null", "tracking=none"])
 
 
 def _key(cfg: Any, repeat: int) -> str:
