@@ -1,6 +1,7 @@
 """A study's plan against what it spent, on the fake Messages API server.
 
-    python bench/bench_plan.py [--studies 20] [--only calibration|speed|departure] [--quick]
+    python bench/bench_plan.py [--studies 20] [--only calibration|speed|departure]
+                               [--tracking none] [--quick]
 
 1. **Calibration** (``--studies N``): N small studies, each a real sweep
    (``python -m tests.fakes.departing -m …``: the real SDK, tracking on) against
@@ -22,6 +23,10 @@
 3. **Departure** (``--only departure``): the constants of the plan's worlds
    (silas_exp/plan/worlds.py, departure.py): the departing model in process at
    shares 0.2, 0.5 and 1.0 against the simulated one on the same cases.
+
+``--tracking none``: the calibration's studies without MLflow (plan against
+actual comes from the sweep folder's records either way; on a busy machine the
+upload of each study's runs can take longer than the study).
 
 ``--quick`` (CI smoke): one tiny study (8 cases in blocks of 4, one variant, 6 worlds).
 Writes bench/results/plan.json.
@@ -167,13 +172,14 @@ def run_study(i: int, study: dict, pool: int, block: int, root: Path, extra_cpu_
             "variants_plan": {v.variant: v.chances for v in plan.variants}}
 
 
-def calibration(n: int, pool: int, block: int) -> dict:
+def calibration(n: int, pool: int, block: int, tracking: str | None = None) -> dict:
     extra = server_cpu_per_call()
+    settings = (f"tracking={tracking}",) if tracking else ()
     print(f"fake server: {extra:.1f} ms of CPU per answer (given to the plans)", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-plan-") as tmp:
         for i, study in enumerate(studies(n)):
-            row = run_study(i, study, pool, block, Path(tmp), extra)
+            row = run_study(i, study, pool, block, Path(tmp), extra, settings)
             rows.append(row)
             f = row["figures"]
             print(f"study {i:2d} {study['variants']:30s} {study['model']:18s} q={study['share']} "
@@ -184,6 +190,7 @@ def calibration(n: int, pool: int, block: int) -> dict:
     count = lambda key, test: sum(test(r["figures"][key]) for r in rows)  # noqa: E731
     within = lambda tol: lambda v: abs(v["off"]) <= tol  # noqa: E731
     return {"studies": n, "pool": pool, "block": block, "server_cpu_ms_per_call": extra,
+            "tracking": tracking or "default",
             "within_20pct": {k: count(k, within(0.2)) for k in ("case_runs", "usd", "calls")},
             "both_within_20pct": sum(within(0.2)(r["figures"]["case_runs"])
                                      and within(0.2)(r["figures"]["usd"]) for r in rows),
@@ -298,6 +305,8 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=8, help="cases per block")
     ap.add_argument("--only", choices=["calibration", "speed", "departure"])
     ap.add_argument("--pairs", type=int, default=1, help="speed: plan/sweep pairs")
+    ap.add_argument("--tracking", choices=["none"],
+                    help="calibration: run the studies with tracking=none")
     ap.add_argument("--quick", action="store_true")
     ns = ap.parse_args()
     if ns.quick:
@@ -306,7 +315,7 @@ def main() -> None:
         return
     result: dict = {}
     if ns.only in (None, "calibration"):
-        result["calibration"] = calibration(ns.studies, ns.pool, ns.block)
+        result["calibration"] = calibration(ns.studies, ns.pool, ns.block, ns.tracking)
     if ns.only in (None, "speed"):
         result["speed"] = speed(ns.pairs)
     if ns.only == "departure":

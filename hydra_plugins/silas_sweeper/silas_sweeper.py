@@ -305,8 +305,11 @@ class SilasSweeper(BasicSweeper):
             o.get_key_element() for o in overrides if o.is_sweep_override()]
         paid = (settings.twin and str(cfg.model.backend) != "simulated"
                 and not bool(cfg.llm.get("dry_run")))
+        from silas_exp.run.twin import write_study_twin
+
         return Study(settings, sweep_dir, Path(str(cfg.suite.path)),
-                     {variant_name(job, swept, ""): job for job in base}, paid=paid)
+                     {variant_name(job, swept, ""): job for job in base},
+                     twin=write_study_twin if paid else None)
 
     def _launch(self, batch: List[List[str]], index: int) -> Any:  # noqa: UP006
         """One batch of a study's jobs through the configured launcher."""

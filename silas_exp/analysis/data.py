@@ -191,7 +191,7 @@ def merge_blocks(jobs: list[JobData]) -> list[JobData]:
     return out
 
 
-TWIN_FILE = "twin.json"  # a paid study's simulated twin (silas_exp.study.loop.write_twin)
+TWIN_FILE = "twin.json"  # a paid study's simulated twin (silas_exp.run.twin.write_study_twin)
 
 
 def write_twin_file(sweep_dir: Path, jobs: list[JobData]) -> None:

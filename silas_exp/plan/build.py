@@ -168,7 +168,7 @@ def _departure_for(design: StudyDesign, workers: int) -> Callable[[Twin, list[st
 def _history(design: StudyDesign) -> tuple[Any, str]:
     """The suite's promoted baseline when a real model made it with this study's
     model (its per-case history), else None and why not."""
-    from silas_exp.analysis.baseline import read_baseline
+    from silas_exp.baselines import read_baseline
 
     cfg = design.cfg
     if cfg.model.backend == "simulated":

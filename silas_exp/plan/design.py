@@ -85,8 +85,9 @@ def _jobs(args: list[str], controls: dict[str, str]) -> list[list[str]]:
 def study_design(args: Sequence[str]) -> StudyDesign:
     """The design of ``python -m silas_exp -m <args>``. Bad input raises ConfigError."""
     from silas_exp.analysis.ablation import pick_control
-    from silas_exp.analysis.baseline import read_baseline, study_part
+    from silas_exp.analysis.baseline import study_part
     from silas_exp.analysis.data import JobData, SweepData
+    from silas_exp.baselines import read_baseline
     from silas_exp.config import compose_config
     from silas_exp.errors import AnalysisError
     from silas_exp.schema.baseline import config_overrides

@@ -36,6 +36,7 @@ once, and a job's own ``llm.*`` is what the study's job would send.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import tempfile
@@ -49,6 +50,7 @@ from typing import Any
 from silas_exp.analysis.data import JobData, SweepData, merge_blocks
 
 TWIN_VERSION = 2  # of a job's record on disk: a new version never reads an older one
+log = logging.getLogger(__name__)
 PREFIX_CALLS = 500  # calls a twin job looks at for each task's system prompt (then stops looking)
 
 
@@ -296,3 +298,26 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not every platform has it
         return max(1, os.cpu_count() or 1)
+
+
+def write_study_twin(study: Any, repeats: int, blocks: int) -> None:
+    """A paid study's simulated twin (every arm on every block of the pool,
+    free) written to its sweep folder (``twin.json``), where every look and the
+    report read it as the control variate of the paid differences
+    (``silas_exp.stats.control_variate``). ``study``: a
+    ``silas_exp.study.loop.Study``. Written once: a resumed study keeps the
+    twin it had."""
+    from silas_exp.analysis.data import TWIN_FILE, write_twin_file
+
+    if (study.sweep_dir / TWIN_FILE).is_file():
+        return
+    arms = dict(study.variants)
+    controls = [v for v in arms if any(f"{k}={o}" in v.split(",")
+                                       for k, o in study.settings.controls.items())]
+    spec = TwinSpec(arms=arms, control=(controls or list(arms))[0], repeats=repeats,
+                    blocks=blocks)
+    twin = simulated_twin(spec, workers=default_workers())
+    write_twin_file(study.sweep_dir, twin.job_data())
+    log.info(f"Simulated twin: {len(arms)} arm(s) on all {blocks} block(s) of the pool "
+             f"({twin.replayed} job(s) replayed, {twin.seconds:.0f} s): the control variate "
+             "of the paid differences")

@@ -43,8 +43,10 @@ class Study:
     sweep_dir: Path
     suite_path: Path
     variants: dict[str, list[str]]
-    # its cases are paid for (a real model): the simulated twin corrects its looks
-    paid: bool = False
+    # its cases are paid for (a real model): what writes its simulated twin
+    # (silas_exp.run.twin.write_study_twin, handed by the sweeper: this layer may
+    # not import run), whose per-case results correct its looks
+    twin: Callable[[Study, int, int], None] | None = None
 
 
 def run_looks(state: AdaptiveState, variants: Mapping[str, Any],
@@ -146,36 +148,13 @@ def sequential_cases(study: Study, pool: Any, cases_per_block: int, seed: int, r
                 if made:
                     log.info(f"Generated {made} later case(s) of the pool while the replay loop compiles")
 
-    if study.paid:
-        write_twin(study, repeats, blocks)
+    if study.twin is not None:
+        study.twin(study, repeats, blocks)
     log.info(f"Sequential over cases: {len(pool)} cases in {blocks} blocks of {size} "
              f"(order fixed by seed={seed}), {repeats} repeat(s) each; verdicts looked at "
              f"after blocks {state.looks} at two-sided confidence "
              + ", ".join(f"{c:.2%}" for c in state.confidences or [state.confidence]))
     return run_rounds(study, state, jobs, launch, make_cases, "Sequential over cases")
-
-
-def write_twin(study: Study, repeats: int, blocks: int) -> None:
-    """The study's simulated twin (``silas_exp.study.twin``: every arm on every
-    block of the pool, free) written to the sweep folder (``twin.json``), where
-    every look and the report read it as the control variate of the paid
-    differences (``silas_exp.stats.control_variate``). Written once: a resumed
-    study keeps the twin it had."""
-    from silas_exp.analysis.data import TWIN_FILE, write_twin_file
-    from silas_exp.study.twin import TwinSpec, default_workers, simulated_twin
-
-    if (study.sweep_dir / TWIN_FILE).is_file():
-        return
-    arms = dict(study.variants)
-    controls = [v for v in arms if any(f"{k}={o}" in v.split(",")
-                                       for k, o in study.settings.controls.items())]
-    spec = TwinSpec(arms=arms, control=(controls or list(arms))[0], repeats=repeats,
-                    blocks=blocks)
-    twin = simulated_twin(spec, workers=default_workers())
-    write_twin_file(study.sweep_dir, twin.job_data())
-    log.info(f"Simulated twin: {len(arms)} arm(s) on all {blocks} block(s) of the pool "
-             f"({twin.replayed} job(s) replayed, {twin.seconds:.0f} s): the control variate "
-             "of the paid differences")
 
 
 def study_pool(suite_path: str, max_cases: int | None) -> Any:
