@@ -65,10 +65,15 @@ def page(base: str, experiment_id: str | None, run_id: str | None) -> str:
     return f"{base.rstrip('/')}/" + (ui_path(experiment_id, run_id) if experiment_id else "")
 
 
+def server_command(uri: str, port: int) -> list[str]:
+    """``mlflow ui`` on the store, on 127.0.0.1 only, one worker (one user)."""
+    return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
+            "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+
+
 def _serve(uri: str, port: int) -> subprocess.Popen:
-    """``mlflow ui`` on the store, on 127.0.0.1 only; returns once it answers."""
-    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
-           "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]  # one user
+    """``server_command`` in a process group of its own; returns once it answers."""
+    cmd = server_command(uri, port)
     print("serving: " + " ".join(["mlflow", *cmd[3:]]), flush=True)
     server = subprocess.Popen(cmd, env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"},
                               stdout=sys.stderr,  # its log; stdout keeps the command's own lines
