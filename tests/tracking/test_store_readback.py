@@ -193,7 +193,7 @@ def test_parent_run_tells_the_result(swept):
     assert tags["silas.control"] == "scorer=heuristic"
     note = tags["mlflow.note.content"]
     assert "| scorer=weights |" in note and "Verdict rule (non-inferiority)" in note
-    assert "margins.weights.context.retrieval_relevance" in metrics
+    assert "margins vs heuristic/weights.context.retrieval_relevance" in metrics
     assert params["swept.scorer"] == "heuristic,weights" and params["fixed.suite"] == "smoke"
     assert "scorer=heuristic,weights" in parent.info.run_name
     names = {a.path for a in client.list_artifacts(parent.info.run_id)}

@@ -72,7 +72,8 @@ def test_parent_keeps_few_metrics_and_one_statistics_table(readme):
     metrics = parent.data.metrics
     assert 0 < len(metrics) <= 30
     assert not any(k.startswith("variant.") for k in metrics)
-    assert {"margins.online.summary.pass", "margins.weights.ir.ndcg_at_10"} <= set(metrics)
+    assert {"margins vs heuristic/online.summary.pass",
+            "margins vs heuristic/weights.ir.ndcg_at_10"} <= set(metrics)
     path = client.download_artifacts(parent.info.run_id, "ablation_table.json", str(tmp / "dl"))
     table = json.loads(Path(path).read_text())
     assert {"variant", "metric", "delta", "ci_low", "ci_high", "margin"} <= set(table["columns"])
