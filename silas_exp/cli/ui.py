@@ -76,9 +76,16 @@ def page(base: str, experiment_id: str | None, run_id: str | None) -> str:
 
 
 def server_command(uri: str, port: int) -> list[str]:
-    """``mlflow ui`` on the store, on 127.0.0.1 only, one worker (one user)."""
+    """``mlflow ui`` on the store, on 127.0.0.1 only, one worker (one user), as
+    silas_exp's MLflow app (``silas_exp.tracking.ui_app``: the UI opens on Model
+    training, its Assistant closed) when its entry point is installed."""
+    from importlib.metadata import entry_points
+
+    from silas_exp.tracking.ui_app import APP_NAME
+
+    app = ["--app-name", APP_NAME] if entry_points(group="mlflow.app", name=APP_NAME) else []
     return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
-            "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+            "--host", "127.0.0.1", "--port", str(port), "--workers", "1", *app]
 
 
 def _serve(uri: str, port: int) -> subprocess.Popen:
