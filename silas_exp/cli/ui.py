@@ -95,6 +95,7 @@ def _serve(uri: str, port: int) -> subprocess.Popen:
     server = subprocess.Popen(cmd, env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"},
                               stdout=sys.stderr,  # its log; stdout keeps the command's own lines
                               start_new_session=True)  # its workers stop with it (_stop)
+    _Signals.group = server.pid
     try:
         _wait_healthy(server, port)
     except BaseException:
@@ -145,39 +146,44 @@ def _signal_group(group: int, signum: int) -> None:
         pass
 
 
+class _Signals:
+    """What Ctrl-C and SIGTERM do while ``silas-exp ui`` serves: the first stops
+    the command (KeyboardInterrupt: ``_stop`` runs); any later one, however soon,
+    kills the UI's process group at once."""
+
+    group: int | None = None  # the process group of mlflow ui, once started
+    stopping = False
+    hurry = False
+
+    @classmethod
+    def handle(cls, *_) -> None:
+        if not cls.stopping:
+            cls.stopping = True
+            raise KeyboardInterrupt
+        cls.hurry = True
+        if cls.group is not None:
+            _signal_group(cls.group, signal.SIGKILL)
+
+
 def _stop(server: subprocess.Popen) -> None:
     """Stop ``mlflow ui`` and every process of its group (module docstring):
     SIGTERM, again each second for processes started meanwhile, SIGKILL after
     ``STOP_GRACE_S`` or at a second Ctrl-C / SIGTERM."""
     group = server.pid
-    hurry = []
-
-    def _kill_now(*_) -> None:
-        hurry.append(True)
+    _Signals.stopping = True  # a signal from now on hurries
+    deadline = time.monotonic() + STOP_GRACE_S
+    next_term = 0.0
+    while time.monotonic() < deadline and not _Signals.hurry:
+        server.poll()  # reaps mlflow ui itself: a zombie still counts as the group's
+        if not _group_alive(group):
+            break
+        if time.monotonic() >= next_term:
+            _signal_group(group, signal.SIGTERM)
+            next_term = time.monotonic() + 1.0
+        time.sleep(0.1)
+    else:
         _signal_group(group, signal.SIGKILL)
-
-    previous = {s: signal.signal(s, _kill_now) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        deadline = time.monotonic() + STOP_GRACE_S
-        next_term = 0.0
-        while time.monotonic() < deadline and not hurry:
-            server.poll()  # reaps mlflow ui itself: a zombie still counts as the group's
-            if not _group_alive(group):
-                break
-            if time.monotonic() >= next_term:
-                _signal_group(group, signal.SIGTERM)
-                next_term = time.monotonic() + 1.0
-            time.sleep(0.1)
-        else:
-            _signal_group(group, signal.SIGKILL)
-        server.wait()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def _interrupt(*_) -> None:
-    raise KeyboardInterrupt
+    server.wait()
 
 
 def cmd_ui(args) -> int:
@@ -193,7 +199,8 @@ def cmd_ui(args) -> int:
         if remote and args.open:
             webbrowser.open(url)
         return 0
-    signal.signal(signal.SIGTERM, _interrupt)  # stopped as by Ctrl-C: the UI stops too
+    for signum in (signal.SIGINT, signal.SIGTERM):  # SIGTERM stops it as Ctrl-C does
+        signal.signal(signum, _Signals.handle)
     try:  # Ctrl-C or SIGTERM while the UI starts or serves: stop it, no traceback
         server = _serve(uri, args.port)
         print(f"{what}: {url}\n(Ctrl-C stops the UI)", flush=True)
