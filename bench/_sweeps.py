@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,28 +41,43 @@ class SweepRun:
                 if k not in ("job_times", "verdicts", "lines")}
 
 
-def run_sweep(args: list[str], extra_env: dict[str, str] | None = None) -> SweepRun:
-    """One sweep in a fresh temporary root (fresh store, cold caches)."""
+def run_sweep(args: list[str], extra_env: dict[str, str] | None = None, tree: Path | None = None,
+              keep: Path | None = None) -> SweepRun:
+    """One sweep in a fresh temporary root (fresh store, cold caches). ``tree``:
+    the code of another checkout (a ``git worktree`` of another commit), run
+    from there with ``PYTHONPATH`` on it; the suites stay this tree's.
+    ``keep``: where the sweep's folder is copied (for ``compare_sweeps.py``)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "SILAS_EXP_ROOT": tmp,
                "PYTHONUNBUFFERED": "1", "RAY_DEDUP_LOGS": "0", **(extra_env or {})}
+        if tree is not None:
+            env["PYTHONPATH"] = str(tree)
         cmd = [sys.executable, "-m", "silas_exp", *args, f"paths.suites={REPO / 'suites'}",
                f"hydra.sweep.dir={tmp}/multirun"]
-        err = Path(tmp) / "stderr.txt"
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        lines: list[tuple[float, str]] = []
-        with open(err, "w") as errfile:
-            proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
-                                    stderr=errfile, text=True)
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                lines.append((time.perf_counter() - t0, line.rstrip("\n")))
-            code = proc.wait()
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if code != 0:
-            raise SystemExit(f"sweep failed ({code}): {' '.join(args)}\n{err.read_text()[-3000:]}")
+        run = run_command(cmd, tree or REPO, env, Path(tmp) / "stderr.txt")
+        if keep is not None:
+            shutil.copytree(Path(tmp) / "multirun", keep, dirs_exist_ok=True)
+        return run
+
+
+def run_command(cmd: list[str], cwd: Path, env: dict[str, str], err: Path) -> SweepRun:
+    """Run a sweep's command in ``cwd``: its wall and CPU time (its own and every
+    process it waited for), and the breakdown from its output lines; its
+    standard error goes to ``err``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    lines: list[tuple[float, str]] = []
+    with open(err, "w") as errfile:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=errfile, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append((time.perf_counter() - t0, line.rstrip("\n")))
+        code = proc.wait()
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if code != 0:
+        raise SystemExit(f"sweep failed ({code}): {' '.join(cmd)}\n{err.read_text()[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     run = SweepRun(wall, cpu)
     started = next((t for t, line in lines if LAUNCHING.search(line)), None)
@@ -83,3 +99,15 @@ def medians(runs: list[SweepRun]) -> dict:
         out[key] = statistics.median(values) if values and isinstance(value, float) else value
     out["runs"] = [r.figures() for r in runs]
     return out
+
+
+def empty_multirun() -> float:
+    """Wall time of the reference floor: a plain Hydra multirun of 20 empty jobs,
+    each logging 30 params and 20 metrics to a fresh MLflow SQLite store."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, str(REPO / "bench" / "_empty_multirun.py"), "-m",
+                        "+i=range(0,20)", f"+store=sqlite:///{tmp}/mlflow.db",
+                        f"hydra.sweep.dir={tmp}/multirun"], check=True, capture_output=True,
+                       cwd=tmp, env={"MLFLOW_DISABLE_TELEMETRY": "true", "PATH": "/usr/bin:/bin"})
+        return time.perf_counter() - t0

@@ -21,27 +21,13 @@ import argparse
 import re
 import shlex
 import statistics
-import subprocess
-import sys
-import tempfile
-import time
 
 from _results import save  # bench/ helper
-from _sweeps import REPO, run_sweep
+from _sweeps import empty_multirun, run_sweep
 
 DEFAULT = "-m scorer=weights,prompt,online"
 QUICK = "-m scorer=heuristic,weights cases_per_block=8 suite.max_cases=24"
 STOPS = re.compile(r"(\S+=\S+) stops after block (\d+): (\w+)")
-
-
-def empty_multirun() -> float:
-    with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, str(REPO / "bench" / "_empty_multirun.py"), "-m",
-                        "+i=range(0,20)", f"+store=sqlite:///{tmp}/mlflow.db",
-                        f"hydra.sweep.dir={tmp}/multirun"], check=True, capture_output=True,
-                       cwd=tmp, env={"MLFLOW_DISABLE_TELEMETRY": "true", "PATH": "/usr/bin:/bin"})
-        return time.perf_counter() - t0
 
 
 def main() -> None:

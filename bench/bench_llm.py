@@ -24,9 +24,20 @@
    latency``. Target: >= 60 % of it (20 requests/s at 10 and 300 ms), and at
    25 % faults every case scored or errored with a reason.
 
+   Each job is also measured end to end, from the command's start to its
+   exit (start-up, calibration, cases, end): its requests per second of wall
+   time against the ceiling (``e2e``). Target: >= 80 % end to end.
+
+4. ``--only e2e --against TREE``: that end-to-end pace of the job with cases
+   in flight (the default connections) for this tree's code and for the
+   checkout in TREE (``git worktree add --detach TREE main``), alternating
+   which goes first, ``--job-pairs`` pairs against one server:
+
+       flock /work/.bench.lock python bench/bench_llm.py --only e2e --against /tmp/base --job-pairs 3
+
 ``--quick`` (CI smoke): 64 requests at 20 ms over 8 connections, the smoke
 suite's first case as the sweep, and the job on it at 20 ms over 4 connections.
-Writes bench/results/llm.json.
+Writes bench/results/llm.json (``--against``: llm_against.json).
 """
 
 from __future__ import annotations
@@ -130,13 +141,18 @@ def _requests(metrics: dict[str, float]) -> float:
                for n in ("calls", "retries", "errors"))
 
 
-def one_job(args: list[str], base_url: str, tmp: Path, label: str) -> dict:
-    """``python -m silas_exp`` (one run, tracking off, a cold cache) against the server."""
+def one_job(args: list[str], base_url: str, tmp: Path, label: str, tree: Path | None = None) -> dict:
+    """``python -m silas_exp`` (one run, tracking off, a cold cache) against the
+    server; ``tree``: with the code of that checkout (the suites stay this tree's)."""
     cmd = [sys.executable, "-m", "silas_exp", *args, f"llm.base_url={base_url}", "tracking=none",
            f"paths.suites={REPO / 'suites'}", f"paths.cache={tmp}/{label}/cache",
            f"hydra.run.dir={tmp}/{label}/run"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"})
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=tree or REPO, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"{label} job failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     # "[run] scorer=prompt: 12 cases, pass 50%, ...=0.612 (41.2s) -> folder"
@@ -146,6 +162,7 @@ def one_job(args: list[str], base_url: str, tmp: Path, label: str) -> dict:
              (tmp / label / "run" / "results.jsonl").read_text().splitlines()]
     requests = _requests(result["metrics"])
     return {"job_s": seconds, "requests": requests, "req_per_s": round(requests / seconds, 1),
+            "wall_s": round(wall, 1), "e2e_req_per_s": round(requests / wall, 1),
             "cases": len(cases), "statuses": dict(sorted(
                 {s: sum(c["status"] == s for c in cases) for s in {c["status"] for c in cases}}.items())),
             "errored_without_reason": sum(c["status"] == "error" and not c.get("error") for c in cases),
@@ -179,6 +196,8 @@ def job_pace(job_args: list[str], latency: float, connections: int, fault_share:
                                                 / pair["in_flight"]["job_s"], 2)
                         pair["share_of_ceiling"] = round(pair["in_flight"]["req_per_s"]
                                                          / out["ceiling_req_per_s"], 3)
+                        pair["share_of_ceiling_e2e"] = round(pair["in_flight"]["e2e_req_per_s"]
+                                                             / out["ceiling_req_per_s"], 3)
                         out["pairs"].append(pair)
                 else:
                     out["faults"] = {"share": share, **one_job(
@@ -191,6 +210,41 @@ def job_pace(job_args: list[str], latency: float, connections: int, fault_share:
     return out
 
 
+def e2e_against(job_args: list[str], latency: float, connections: int, tree: Path,
+                pairs: int) -> dict:
+    """The job with cases in flight, end to end from the command, this tree's code
+    against the checkout in ``tree``, alternating, against one server."""
+    os.environ["ANTHROPIC_API_KEY"] = API_KEY
+    ctx = multiprocessing.get_context("spawn")
+    ceiling = connections / latency
+    out: dict = {"latency_s": latency, "max_connections": connections, "against": str(tree),
+                 "ceiling_req_per_s": round(ceiling, 1), "args": job_args, "pairs": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        urls, stop = ctx.Queue(), ctx.Event()
+        proc = ctx.Process(target=_serve, args=(latency, 0.0, urls, stop, 0.0), daemon=True)
+        proc.start()
+        base_url = urls.get(timeout=60)
+        try:
+            for i in range(pairs):
+                order = [("before", tree), ("after", None)]
+                pair = {}
+                for label, code in order if i % 2 == 0 else order[::-1]:
+                    run = one_job([*job_args, f"llm.max_connections={connections}"], base_url,
+                                  Path(tmp), f"{label}-{i}", tree=code)
+                    run["share_of_ceiling_e2e"] = round(run["e2e_req_per_s"] / ceiling, 3)
+                    run["share_of_ceiling_job"] = round(run["req_per_s"] / ceiling, 3)
+                    pair[label] = run
+                    print(f"pair {i + 1} {label:6s}: {run['requests']:.0f} requests, end to end "
+                          f"{run['wall_s']} s = {run['share_of_ceiling_e2e']:.0%} of {ceiling:.1f}/s "
+                          f"(the job alone {run['job_s']} s = {run['share_of_ceiling_job']:.0%})", flush=True)
+                out["pairs"].append(pair)
+        finally:
+            stop.set()
+            urls.get(timeout=60)
+            proc.join(timeout=10)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=640)
@@ -198,7 +252,10 @@ def main() -> None:
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--sweep", default="suite=default scorer=prompt repeats=1")
     ap.add_argument("--skip-sweep", action="store_true")
-    ap.add_argument("--only", choices=("job",), help="run only the job-pace workload")
+    ap.add_argument("--only", choices=("job", "e2e"), help="run only the job-pace workload "
+                    "(e2e: only its end-to-end pace with cases in flight, --against a checkout)")
+    ap.add_argument("--against", type=Path, default=None, metavar="TREE",
+                    help="with --only e2e: pair this tree's code with the checkout in TREE")
     ap.add_argument("--job", default="scorer=prompt model=claude-haiku-4-5 cases_per_block=null "
                                       "suite.max_cases=12")
     ap.add_argument("--job-latency", type=float, default=0.3)
@@ -214,6 +271,12 @@ def main() -> None:
         args.job = "scorer=prompt model=claude-haiku-4-5 suite=smoke cases_per_block=null suite.max_cases=1"
         args.job_latency, args.job_connections = 0.02, 4
     result: dict = {}
+    if args.only == "e2e":
+        if args.against is None:
+            ap.error("--only e2e needs --against TREE (a checkout to pair this tree with)")
+        save("llm_against", e2e_against(shlex.split(args.job), args.job_latency, args.job_connections,
+                                        args.against.resolve(), args.job_pairs))
+        return
     if args.only == "job":
         args.skip_sweep, args.requests = True, 0
     # constant latency keeps all 32 answers in lock-step, so the client's own
@@ -239,7 +302,8 @@ def main() -> None:
         print(f"job '{args.job}' at {args.job_latency}s: one case at a time {one['req_per_s']} req/s "
               f"({one['requests']:.0f} requests, {one['job_s']} s); cases in flight "
               f"{many['req_per_s']} req/s ({many['requests']:.0f} requests, {many['job_s']} s) = "
-              f"{pair['share_of_ceiling']:.0%} of {j['ceiling_req_per_s']} (target >= 60%); "
+              f"{pair['share_of_ceiling']:.0%} of {j['ceiling_req_per_s']} (target >= 60%), end to end "
+              f"{pair['share_of_ceiling_e2e']:.0%} ({many['wall_s']} s; target >= 80%); "
               f"speedup {pair['speedup']}x")
     f = j["faults"]
     print(f"job at {f['share']:.0%} faults: {f['cases']} cases {f['statuses']}, "

@@ -2,6 +2,13 @@
 
     python bench/bench_regress.py [--cases 320] [--seeds 20] [--config scorer=weights]
                                   [--nudge scorer.l2=25] [--quick]
+    python bench/bench_regress.py --code [--code-seeds 5] [--harmless 10] [--pool 160]
+
+``--code`` checks a change of *code* instead, end to end in a scratch clone
+(bench/_code_gate.py: a promoted baseline, an injected code regression checked
+every way, the same code without it, a harmless change with real noise, a
+40-case baseline the gate must grow, a study of another suite); it writes
+bench/results/regress_code.json. Without it:
 
 1. Real jobs (``run_grid``, the simulated LLM, the regress command's own
    runner) replay, on the first ``--cases`` cases of the default pool: the
@@ -47,8 +54,8 @@ from _results import save  # bench/ helper
 from bench_verdict_e2e import shifted  # the documented perturbation of outcomes
 
 from silas_exp.analysis.data import JobData
-from silas_exp.analysis.regress import regress
-from silas_exp.run.regress import GridJob, run_grid
+from silas_exp.gate.jobs import GridJob, run_grid
+from silas_exp.gate.report import regress
 from silas_exp.stats import Outcome
 
 
@@ -74,7 +81,20 @@ def main() -> None:
                         help="keep the replays in this file (reused when it exists)")
     parser.add_argument("--quick", action="store_true",
                         help="a CI smoke run: 12 cases, 3 other seeds")
+    parser.add_argument("--code", action="store_true",
+                        help="check code changes in a scratch clone instead (module docstring)")
+    parser.add_argument("--code-seeds", type=int, default=5,
+                        help="--code: other seeds (--seeds-from 1..N) and studies under them")
+    parser.add_argument("--harmless", type=int, default=10,
+                        help="--code: checks of the harmless change (scorer.l2=21)")
+    parser.add_argument("--pool", type=int, default=160,
+                        help="--code: the pool the studies draw from (suite.max_cases)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="--code: the scratch folder (kept; default: a temporary one)")
     ns = parser.parse_args()
+    if ns.code:
+        code(ns)
+        return
     if ns.quick:
         ns.cases, ns.seeds = 12, 3
     design = ["cases_per_block=null", f"suite.max_cases={ns.cases}", "seed=0",
@@ -133,6 +153,28 @@ def main() -> None:
     print(f"({out['seconds']:.0f} s). Targets: unchanged >= 19/20 no regression, flips near the "
           "expected count; twice >= 18/20 regression (regression or not ruled out fails the gate)")
     save("regress", out)
+
+
+def code(ns: argparse.Namespace) -> None:
+    from _code_gate import run_code_scenarios, summary
+
+    repo = Path(__file__).resolve().parents[1]
+    if ns.keep:
+        ns.keep.mkdir(parents=True, exist_ok=True)
+        out = run_code_scenarios(repo, ns.keep, ns.code_seeds, ns.harmless, ns.workers, ns.pool)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = run_code_scenarios(repo, Path(tmp), ns.code_seeds, ns.harmless, ns.workers,
+                                     ns.pool)
+    for line in summary(out):
+        print(line)
+    for check in [*out["scenarios"].get("first_block_baseline", []),
+                  *out["scenarios"].get("first_block_grows", [])]:
+        print(f"{check['what']}:")
+        for line in check["lines"]:
+            print(f"    {line}")
+    print(f"({out['seconds']:.0f} s)")
+    save("regress_code", out)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,6 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
-import io
 import json
 import os
 import re
@@ -86,11 +85,11 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
+from _procs import extract_commit  # bench/ helper
 from _results import save  # bench/ helper
 
 from silas_exp.config import compose_config
@@ -377,21 +376,6 @@ def measure(ns: argparse.Namespace, workload: str, sessions, settings) -> dict:
         print(f"  CPU instructions per turn (callgrind, one warm pass): "
               f"{result['instructions_per_turn']:,.0f}")
     return result
-
-
-def extract_commit(rev: str, dest: Path) -> str:
-    """The tree of commit ``rev`` of this repository into ``dest``; its full id."""
-    found = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-                           capture_output=True, text=True)
-    if found.returncode != 0:
-        sys.exit(f"--against {rev}: no such commit in {REPO}. Give a commit id, tag or branch "
-                 "of this repository (git log --oneline lists them).")
-    commit = found.stdout.strip()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit],
-                             capture_output=True, check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
-    return commit
 
 
 def run_tree(ns: argparse.Namespace, workload: str, tree: Path) -> dict:

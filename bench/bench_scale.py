@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _procs import WRAPPER  # bench/ helper
 from _results import save  # bench/ helper
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,17 +38,6 @@ from silas_exp.data.suites.scale import MEDIAN_TURNS, scale_name, write_scale_su
 
 RSS_TARGET_MIB = 1024
 LINEAR_TARGET = 1.2
-# runs one command and prints its exit code, wall time and rusage as JSON
-WRAPPER = """
-import json, resource, subprocess, sys, time
-t0 = time.perf_counter()
-proc = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-wall = time.perf_counter() - t0
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"returncode": proc.returncode, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
-                  "max_rss_kb": ru.ru_maxrss, "stdout": proc.stdout[-2000:],
-                  "stderr": proc.stderr[-3000:]}))
-"""
 
 
 def ensure_suite(root: Path, cases: int, seed: int, median_turns: int) -> tuple[Path, float]:

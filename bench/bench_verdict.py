@@ -5,13 +5,13 @@
 Each simulated ablation has 18 cases x 5 repeats (the default suite's shape),
 a per-case effect shared by a case's repeats (correlated repeats) and
 repeat noise; the rule is the one the ablation applies to a gated metric:
-expanded cluster-bootstrap 95% CI, worse-side bound against the margin.
+the paired interval of a bounded score at 95%, worse-side bound against the margin.
 
 Scenarios (margin 0.02):
   identical  delta = 0            ship = power; do-not-ship must be ~0
   boundary   delta = -margin      ship is the error: must be <= 2.5% (one-sided level)
   worse      delta = -2 x margin  do-not-ship = power to stop a real loss
-and "plain" repeats the boundary case without the small-sample expansion.
+and "bootstrap" repeats the boundary case with the expanded cluster bootstrap.
 Writes bench/results/verdict.json.
 """
 
@@ -40,17 +40,18 @@ def main() -> None:
         "identical": (Scenario(0.0, MARGIN, case_sd=ns.case_sd), True),
         "boundary": (Scenario(-MARGIN, MARGIN, case_sd=ns.case_sd), True),
         "worse": (Scenario(-2 * MARGIN, MARGIN, case_sd=ns.case_sd), True),
-        "boundary_plain": (Scenario(-MARGIN, MARGIN, case_sd=ns.case_sd), False),
+        "boundary_bootstrap": (Scenario(-MARGIN, MARGIN, case_sd=ns.case_sd), False),
         "boundary_6_cases": (Scenario(-MARGIN, MARGIN, n_cases=6, case_sd=ns.case_sd), True),
-        "boundary_6_cases_plain": (Scenario(-MARGIN, MARGIN, n_cases=6, case_sd=ns.case_sd),
-                                   False),
+        "boundary_6_cases_bootstrap": (Scenario(-MARGIN, MARGIN, n_cases=6, case_sd=ns.case_sd),
+                                       False),
     }
     out = {"sims": sims, "margin": MARGIN, "case_sd": ns.case_sd, "scenarios": {}}
     print(f"{'scenario':24s} {'ship':>6s} {'do not':>7s} {'inconcl.':>9s}")
     t0 = time.perf_counter()
-    for name, (s, expanded) in scenarios.items():
-        r = simulate_calls(s, n_sims=sims, seed=11, expanded=expanded)
-        row = {"delta": s.delta, "n_cases": s.n_cases, "expanded": expanded,
+    for name, (s, verdict_interval) in scenarios.items():
+        interval = "verdict" if verdict_interval else "bootstrap"
+        r = simulate_calls(s, n_sims=sims, seed=11, interval=interval)
+        row = {"delta": s.delta, "n_cases": s.n_cases, "interval": interval,
                "ship": r[MetricCall.NONINFERIOR], "do_not_ship": r[MetricCall.INFERIOR],
                "inconclusive": r[MetricCall.UNDECIDED]}
         out["scenarios"][name] = row

@@ -39,7 +39,6 @@ from pathlib import Path
 import numpy as np
 from _results import save  # bench/ helper
 
-from silas_exp.analysis.ablation import ablation
 from silas_exp.analysis.data import JobData, SweepData, job_data
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.config import compose_config
@@ -47,7 +46,7 @@ from silas_exp.data.suites.blocks import block_order, n_blocks
 from silas_exp.metrics.registry import gated_for, spec
 from silas_exp.run.job import make_job, run_job
 from silas_exp.schema.benchmark import BenchmarkResult
-from silas_exp.study.looks import close_decided
+from silas_exp.study.looks import look_and_close
 from silas_exp.study.state import AdaptiveState
 
 CONTROL = "scorer=heuristic"
@@ -109,10 +108,8 @@ def trial(runs: dict, pair: tuple[int, int], k: float, order: list[str], block: 
                 cases = shifted({c: v for c, v in cases.items() if c in use}, kk)
                 jobs.append(JobData(variant, r, {}, cases,
                                     status={c: s for c, s in status.items() if c in use}))
-        data = SweepData("bench", "", jobs)
-        looked = settings.model_copy(update={"confidence": state.confidence_at(b)})
-        result = ablation(data, looked, metrics=gated)
-        close_decided(result, data, state, b)
+        look_and_close(SweepData("bench", "", jobs), settings.model_copy(update={"gate": gated}),
+                       state, b)  # as a sweep looks: the relative margin fixed at the first
         if VARIANT in state.closed:
             return state.closed[VARIANT]["outcome"], len(use)
     return "inconclusive", len(order)

@@ -15,13 +15,13 @@ from pydantic import (
     Field,
     SerializeAsAny,
     ValidationError,
+    ValidationInfo,
     field_validator,
-    model_validator,
 )
 
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.context.budget import TokenBudget
-from silas_exp.errors import ConfigError, pydantic_error_to_config_error
+from silas_exp.errors import ConfigError, problems_error, pydantic_error_to_config_error
 from silas_exp.eviction.base import STRATEGIES, StrategySettings, validate_strategy_settings
 from silas_exp.feedback.flush import KeepbackConfig
 from silas_exp.llm.backends import BACKENDS
@@ -87,6 +87,49 @@ class PathsConfig(_Strict):
     cache: str
 
 
+class ModelPace(_Strict):
+    """What the price table does not say about a model: how long an answer
+    takes (first token, then output tokens at a rate; typical figures, not
+    measured here, so a plan that uses them says so and widens its minutes) and
+    the shortest prefix its prompt caching caches (shorter ones are billed in full)."""
+
+    first_token_s: float = Field(default=1.0, gt=0)
+    output_tokens_per_s: float = Field(default=80.0, gt=0)
+    min_cache_tokens: int = Field(default=1024, ge=0)
+
+    def answer_s(self, output_tokens: float) -> float:
+        return self.first_token_s + output_tokens / self.output_tokens_per_s
+
+
+class PlanConfig(_Strict):
+    """A study's plan (config group ``plan``, silas_exp/plan): none of it
+    changes what a job runs, so it is left out of every job's config hash."""
+
+    # auto: a study on a real model carries its plan; true: every study; false: none
+    carry: Literal["auto", True, False] = "auto"
+    worlds: int = Field(default=40, ge=4, le=2000)
+    seed: int = Field(default=0, ge=0)
+    departure: tuple[float, float] = (0.0, 0.3)
+    answer_s: float | None = Field(default=None, gt=0)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    max_in_flight: int | None = Field(default=None, ge=1)
+    workers: int | None = Field(default=None, ge=1)
+    cpu_ms_per_call: float = Field(default=9.0, ge=0)
+    models: dict[str, ModelPace] = Field(default_factory=dict)
+
+    @field_validator("departure")
+    @classmethod
+    def _share_range(cls, v: tuple[float, float]) -> tuple[float, float]:
+        low, high = v
+        if not 0.0 <= low <= high <= 1.0:
+            raise ValueError(f"plan.departure=[{low}, {high}]: give a range of shares within "
+                             "[0, 1], low first (e.g. [0.0, 0.3])")
+        return v
+
+    def pace(self, model_id: str) -> ModelPace:
+        return self.models.get(model_id, ModelPace())
+
+
 class ExperimentConfig(_Strict):
     seed: int = Field(default=0, ge=0)
     repeats: int | Literal["auto"] = 1  # "auto": adaptive rounds up to repeats_max
@@ -101,9 +144,10 @@ class ExperimentConfig(_Strict):
     resume: bool = False
     # the exit status of a run or sweep that completed (README "Exit codes"): a case that
     # errored (an exception, a broken contract) exits 1 unless case_errors=ignore; verdicts
-    # named in fail_on (do_not_ship, inconclusive) exit 1 too, for CI
+    # named in fail_on (do_not_ship, inconclusive) exit 1 too, for CI, and so does a variant
+    # that ships with a warning line when fail_on names warning
     case_errors: Literal["fail", "ignore"] = "fail"
-    fail_on: list[Literal["do_not_ship", "inconclusive"]] = Field(default_factory=list)
+    fail_on: list[Literal["do_not_ship", "inconclusive", "warning"]] = Field(default_factory=list)
     suite: SuiteConfig
     scorer: SerializeAsAny[ScorerSettings]
     eviction: SerializeAsAny[StrategySettings]
@@ -115,21 +159,28 @@ class ExperimentConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
+    plan: PlanConfig = Field(default_factory=PlanConfig)  # what a study predicts of itself
     paths: PathsConfig
     experiment: str | None = None
     # a tuning study's settings (experiment=tune), validated by its sweeper: silas_exp.tune.driver
     tune: dict[str, Any] | None = None
 
-    @model_validator(mode="before")
+    # Each check below is a field's own, so that pydantic reports every field's
+    # problems together (a model validator would run only once every field is valid).
+    @field_validator("scorer", mode="before")
     @classmethod
-    def _scorer_by_kind(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("scorer"), Mapping):
-            data = {**data, "scorer": validate_scorer_settings(data["scorer"])}
-        if isinstance(data, dict) and isinstance(data.get("eviction"), Mapping):
-            data = {**data, "eviction": validate_strategy_settings(data["eviction"])}
-        if isinstance(data, dict) and isinstance(data.get("judge"), Mapping):
-            data = {**data, "judge": JUDGES.validate(data["judge"])}
-        return data
+    def _scorer_by_kind(cls, v: Any) -> Any:
+        return _checked(validate_scorer_settings, v) if isinstance(v, Mapping) else v
+
+    @field_validator("eviction", mode="before")
+    @classmethod
+    def _strategy_by_kind(cls, v: Any) -> Any:
+        return _checked(validate_strategy_settings, v) if isinstance(v, Mapping) else v
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _judge_by_kind(cls, v: Any) -> Any:
+        return _checked(JUDGES.validate, v) if isinstance(v, Mapping) else v
 
     @field_validator("fail_on", mode="before")
     @classmethod
@@ -144,32 +195,48 @@ class ExperimentConfig(_Strict):
                              "greater than or equal to 1 (or auto)")
         return v
 
-    @model_validator(mode="after")
-    def _repeat_in_range(self) -> ExperimentConfig:
-        limit = self.repeats_max if self.repeats == "auto" else self.repeats
-        if self.repeat >= limit:
-            raise ValueError(f"repeat={self.repeat} but repeats={self.repeats}; repeat must be < "
-                             f"{'repeats_max' if self.repeats == 'auto' else 'repeats'}")
-        if self.repeats_min > self.repeats_max:
-            raise ValueError(f"repeats_min={self.repeats_min} > repeats_max={self.repeats_max}")
-        return self
+    @field_validator("repeats_max")
+    @classmethod
+    def _min_below_max(cls, v: int, info: ValidationInfo) -> int:
+        low = info.data.get("repeats_min")
+        if low is not None and low > v:
+            raise ValueError(f"repeats_min={low} > repeats_max={v}")
+        return v
 
-    @model_validator(mode="after")
-    def _backend_known(self) -> ExperimentConfig:
-        BACKENDS.get(self.llm.backend)  # ConfigError naming the options when unknown
-        return self
+    @field_validator("repeat")
+    @classmethod
+    def _repeat_in_range(cls, v: int, info: ValidationInfo) -> int:
+        repeats, most = info.data.get("repeats"), info.data.get("repeats_max")
+        limit = most if repeats == "auto" else repeats
+        if limit is not None and v >= limit:
+            raise ValueError(f"repeat={v} but repeats={repeats}; repeat must be < "
+                             f"{'repeats_max' if repeats == 'auto' else 'repeats'}")
+        return v
 
-    @model_validator(mode="after")
-    def _models_have_prices(self) -> ExperimentConfig:
-        for role in ("scorer_id", "main_id", "judge_id"):
-            model_id = getattr(self.model, role)
-            if model_id not in self.llm.prices:
-                raise ValueError(
-                    f"model.{role}={model_id!r} has no price in llm.prices (known: "
-                    f"{', '.join(sorted(self.llm.prices))}); fix the id or add "
-                    f"llm.prices.{model_id}={{input: ..., output: ..., cache_write: ..., cache_read: ...}} "
-                    "(USD per million tokens)")
-        return self
+    @field_validator("llm")
+    @classmethod
+    def _backend_and_prices(cls, v: LLMSettings, info: ValidationInfo) -> LLMSettings:
+        """The backend is known and every model the job may call has a price
+        (``model`` is validated before ``llm``): every such problem at once."""
+        found: list[str] = []
+        try:
+            BACKENDS.get(v.backend)  # ConfigError naming the options when unknown
+        except ConfigError as exc:
+            found += exc.problems
+        model = info.data.get("model")
+        unpriced: dict[str, list[str]] = {}  # model id -> the roles that name it
+        for role in ("scorer_id", "main_id", "judge_id") if model is not None else ():
+            if getattr(model, role) not in v.prices:
+                unpriced.setdefault(getattr(model, role), []).append(f"model.{role}")
+        for model_id, roles in unpriced.items():
+            found.append(
+                f"{' and '.join(f'{r}={model_id!r}' for r in roles)}: {model_id!r} has no price "
+                f"in llm.prices (known: {', '.join(sorted(v.prices))}); fix the id or add "
+                f"+llm.prices.{model_id}={{input: ..., output: ..., cache_write: ..., cache_read: ...}} "
+                "(USD per million tokens)")
+        if found:
+            raise problems_error(ConfigError("; ".join(found), problems=found))
+        return v
 
     def variant_hash(self) -> str:
         """Hash of everything that defines the variant (not repeat, seed of the job,
@@ -177,7 +244,7 @@ class ExperimentConfig(_Strict):
         data = self.model_dump(mode="json", exclude={"repeat", "tracking", "paths", "fail_fast", "resume",
                                                        "case_errors", "fail_on",
                                                        "analysis", "repeats_min", "repeats_max",
-                                                       "tune"})
+                                                       "tune", "plan"})
         data["llm"] = {k: v for k, v in data["llm"].items() if k not in ("cache_dir", "cache_mode")}
         if not data["metrics"]["plugins"]:  # hashes of configs without plug-in metrics stay as they were
             del data["metrics"]["plugins"]
@@ -213,13 +280,22 @@ def job_seed(base_seed: int, repeat: int) -> int:
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
+def _checked(check: Any, value: Mapping[str, Any]) -> Any:
+    """A kind's settings validated by its registry; its problems join the
+    other fields' (``problems_error``)."""
+    try:
+        return check(value)
+    except ConfigError as exc:
+        raise problems_error(exc) from None
+
+
 def validate(raw: Mapping[str, Any]) -> ExperimentConfig:
     """Validate a resolved, container-form config (without the ``hydra`` node)."""
     data = {k: v for k, v in raw.items() if k != "hydra"}
     try:
         cfg = ExperimentConfig.model_validate(data)
     except (ValidationError, ConfigError) as exc:
-        raise pydantic_error_to_config_error(exc, data=data) from None
+        raise pydantic_error_to_config_error(exc, data=data, model=ExperimentConfig) from None
     if cfg.llm.dry_run:
         # estimate only: simulated answers priced at the configured models' prices,
         # nothing tracked (model.backend keeps naming what a real run would use)

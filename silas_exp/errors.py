@@ -18,11 +18,25 @@ class SilasExpError(Exception):
 
 
 class ConfigError(SilasExpError):
-    """A composed config value is invalid (bad key, value out of range)."""
+    """A composed config value is invalid (bad key, value out of range).
+    ``problems``: each problem on its own, so that a caller gathering the
+    problems of several parts reports them all at once."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
 
 
 class SuiteError(SilasExpError):
-    """A suite, case or session file is missing, not JSON, or breaks the schema."""
+    """A suite, case or session file is missing, not JSON, or breaks the schema.
+    ``problems``: each on its own; ``partial``: when every case of a broken
+    suite was read, the suite as loaded (a ``LoadedSuite``), so that what the
+    jobs need of it can be checked too."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.problems: list[str] = [message]
+        self.partial: Any = None
 
 
 class SuiteWarning(UserWarning):
@@ -107,32 +121,122 @@ def _value_at(data: Any, loc: tuple) -> Any:
     return data
 
 
-def pydantic_error_to_config_error(exc: Exception, prefix: str = "", data: Any = None) -> ConfigError:
+# a custom error type: the problems a part validated on its own found (a scorer's settings)
+PROBLEMS = "silas_exp_problems"
+MAX_PROBLEMS = 20
+
+
+def _path(loc: tuple, data: Any) -> tuple:
+    """``loc`` without pydantic's own parts: validator names (``function-after[…]``)
+    and the member tags of a union (``repeats.int``, ``repeats.literal['auto']``),
+    which are no keys of the data."""
+    out: list = []
+    node = data
+    for part in loc:
+        if isinstance(part, str) and part.startswith("function-"):
+            continue
+        if isinstance(node, dict) and part in node or \
+                isinstance(node, list) and isinstance(part, int) and part < len(node):
+            out.append(part)
+            node = node[part]
+        elif node is None and data is None:
+            out.append(part)  # no data to walk: keep the location as pydantic gives it
+        elif isinstance(node, dict):
+            out.append(part)  # a key the data lacks (missing) or should not have (extra)
+            node = None
+        # else: a union member's tag under a scalar value
+    return tuple(out)
+
+
+def model_at(model: Any, path: tuple) -> Any:
+    """The pydantic model class that validates ``path`` under ``model``, or None."""
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    for part in path:
+        fields = getattr(model, "model_fields", None)
+        if not fields or part not in fields:
+            return None
+        model = fields[part].annotation
+        candidates = [model, *get_args(model)]
+        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)),
+                     None)
+        if model is None:
+            return None
+    return model
+
+
+def unknown_setting(key: str, model: Any) -> str:
+    """``budget.foo``: the settings ``model`` has there, with the nearest."""
+    parent, _, missing = key.rpartition(".")
+    known = sorted(getattr(model, "model_fields", {})) if model is not None else []
+    near = difflib.get_close_matches(missing, known, n=3, cutoff=0.5)
+    where = f"under {parent}" if parent else "at the top of the config"
+    return (f"{key}: there is no setting {missing!r} {where}"
+            + (f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else "")
+            + (f" (the settings there: {', '.join(known)})" if known else ""))
+
+
+def _should_be(messages: list[str]) -> str:
+    """The messages of a union's members as one: "input should be a valid
+    integer or 'auto'"."""
+    prefix = "Input should be "
+    if len(messages) > 1 and all(m.startswith(prefix) for m in messages):
+        return "input should be " + " or ".join(m[len(prefix):].split(",")[0] for m in messages)
+    text = "; ".join(dict.fromkeys(messages))
+    return text[:1].lower() + text[1:]
+
+
+def pydantic_error_to_config_error(exc: Exception, prefix: str = "", data: Any = None,
+                                   model: Any = None) -> ConfigError:
+    """Every problem of a pydantic ``ValidationError`` in one paragraph: each
+    key (as written in the config, ``prefix.``…), its value and what is
+    allowed; an unknown key with the nearest settings of ``model`` (the class
+    validated) there."""
     if isinstance(exc, ConfigError):
         return exc
     if not isinstance(exc, ValidationError):
         return ConfigError(f"{prefix}: {exc}")
-    problems = []
-    for err in exc.errors()[:4]:
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + loc)
-        value = err.get("input", _value_at(data, loc))
-        if not loc:  # a check across fields: its message names them
-            problems.append(err["msg"].removeprefix("Value error, "))
+    found: list[str | list] = []  # a value problem: [key, value, messages] (a union's members merge)
+    by_key: dict[str, list] = {}
+    first_value_key = None
+    for err in exc.errors():
+        path = _path(tuple(err["loc"]), data)
+        key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + path)
+        if err["type"] == PROBLEMS:
+            found += list((err.get("ctx") or {}).get("problems") or [err["msg"]])
+        elif not path:  # a check across fields: its message names them
+            found.append(err["msg"].removeprefix("Value error, "))
         elif err["type"] == "extra_forbidden":
-            problems.append(f"{key} is not a known option (remove it or check the spelling)")
+            found.append(unknown_setting(key, model_at(model, path[:-1])))
         elif err["type"] == "missing":
-            problems.append(f"{key} is required but missing")
+            found.append(f"{key} is required but missing")
+        elif key in by_key:
+            by_key[key][2].append(err["msg"].removeprefix("Value error, "))
         else:
-            msg = err["msg"].removeprefix("Value error, ")
-            problems.append(f"{key} = {value!r}: {msg[:1].lower() + msg[1:]}")
-    first = exc.errors()[0]
-    example_key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(first["loc"]))
-    example = f" (e.g. {example_key}=<valid value>)" if example_key else ""
+            by_key[key] = [key, err.get("input", _value_at(data, path)),
+                           [err["msg"].removeprefix("Value error, ")]]
+            found.append(by_key[key])
+            first_value_key = first_value_key or key
+    texts = list(dict.fromkeys(f"{p[0]} = {p[1]!r}: {_should_be(p[2])}" if isinstance(p, list)
+                               else p for p in found))
+    shown = texts[:MAX_PROBLEMS] + ([f"and {len(texts) - MAX_PROBLEMS} more"]
+                                   if len(texts) > MAX_PROBLEMS else [])
+    example = f" (e.g. {first_value_key}=<valid value>)" if first_value_key else ""
     return ConfigError(
-        "invalid config: " + "; ".join(problems)
-        + f". Fix it on the command line{example} or in the conf/ file that sets it."
-    )
+        "invalid config: " + "; ".join(shown)
+        + f". Fix it on the command line{example} or in the conf/ file that sets it.",
+        problems=texts)
+
+
+def problems_error(exc: ConfigError) -> Exception:
+    """A ConfigError raised inside a pydantic validator, as a validation error
+    of its field that keeps each of its problems (``pydantic_error_to_config_error``
+    reports them with the other fields' problems)."""
+    from pydantic_core import PydanticCustomError
+
+    return PydanticCustomError(PROBLEMS, "{text}", {"text": str(exc), "problems": exc.problems})
 
 
 def unknown_option_message(group: str, option: str, options: list[str]) -> str:

@@ -256,7 +256,8 @@ class Registry:
         try:
             return kind.settings.model_validate(data)
         except Exception as exc:  # pydantic.ValidationError
-            raise pydantic_error_to_config_error(exc, prefix=self.key) from None
+            raise pydantic_error_to_config_error(exc, prefix=self.key, data=data,
+                                                 model=kind.settings) from None
 
     def config_node(self, kind: Kind) -> dict[str, Any]:
         """The config group option of ``kind``: its name and every setting's

@@ -158,12 +158,19 @@ class SilasSweeper(BasicSweeper):
 
         assert self.config is not None
         from silas_exp.analysis.baseline import baseline_arm
+        from silas_exp.baselines import SuiteFolder
+        from silas_exp.eviction.two_tier import ahead
+        from silas_exp.gate.revision import code_note
 
-        self.arm = baseline_arm(self.config.get("analysis") or {}, str(self.config.suite.path),
-                                Path(str(self.config.hydra.sweep.dir)))
+        ahead.start()  # a first run's compile of the replay loop, beside what follows
+        record = SuiteFolder(str(self.config.suite.path)).read()
+        self.arm = baseline_arm(self.config.get("analysis") or {}, record,
+                                Path(str(self.config.hydra.sweep.dir)),
+                                code_note(record.git_revision) if record else "")
         try:
             checked = check_sweep(self, arguments)  # every job's config and suite, first
             self.preflighted = {self._loose_shape(job) for job in checked}
+            self._carry_plan()  # a real-model study: its plan before its first call
         except Exception:
             from silas_exp.run.sweep_folder import release_unstarted
 
@@ -192,8 +199,23 @@ class SilasSweeper(BasicSweeper):
             control.record_added_control(sweep_dir, added)
             control.grow_planned_jobs(sweep_dir, added, arguments, self.params)
             log.info("Added the control " + ", ".join(f"{k}={v}" for k, v in added.items())
-                     + " to the sweep (analysis.control=... names another)")
+                     + " to the sweep (to compare with another, set analysis.control=...)")
         return super().sweep(arguments)
+
+    def _carry_plan(self) -> None:
+        """The study's plan (silas_exp.plan.carry): printed before the first
+        job, refused over ``llm.max_usd``. Not for repeats=auto."""
+        from silas_exp.plan.carry import carries, carry_plan
+        from silas_exp.run.callback import _experiment
+
+        assert self.config is not None
+        cfg = _experiment(self.config)
+        if cfg is None or str(cfg.repeats) == "auto" or not carries(cfg):
+            return
+        overrides = [o for o in self.config.hydra.overrides.task
+                     if o.partition("=")[0] not in ("resume",)]
+        carry_plan(cfg, overrides, Path(str(self.config.hydra.sweep.dir)),
+                   say=lambda line: print(line, flush=True))
 
     def split_arguments(self, overrides: Any, max_batch_size: int | None) -> Any:
         """The basic sweeper's jobs, each with only its own options' settings."""
@@ -281,8 +303,10 @@ class SilasSweeper(BasicSweeper):
         info = read_manifest(sweep_dir)
         swept = list(info.swept_keys) if info else [
             o.get_key_element() for o in overrides if o.is_sweep_override()]
+        paid = (settings.twin and str(cfg.model.backend) != "simulated"
+                and not bool(cfg.llm.get("dry_run")))
         return Study(settings, sweep_dir, Path(str(cfg.suite.path)),
-                     {variant_name(job, swept, ""): job for job in base})
+                     {variant_name(job, swept, ""): job for job in base}, paid=paid)
 
     def _launch(self, batch: List[List[str]], index: int) -> Any:  # noqa: UP006
         """One batch of a study's jobs through the configured launcher."""

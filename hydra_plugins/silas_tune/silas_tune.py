@@ -55,9 +55,11 @@ class SilasTuneSweeper(Sweeper):
 
     def sweep(self, arguments: List[str]) -> Any:  # noqa: UP006
         from silas_exp.errors import ConfigError, SuiteError
+        from silas_exp.eviction.two_tier import ahead
         from silas_exp.exits import Reported
         from silas_exp.run.console import report
 
+        ahead.start()  # a first run's compile of the replay loop, beside what follows
         try:
             return self._study(arguments)
         except (ConfigError, SuiteError) as exc:  # one paragraph and exit 2, as for a job

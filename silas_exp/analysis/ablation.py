@@ -21,6 +21,8 @@ import numpy as np
 
 from silas_exp.analysis.data import BASELINE, SweepData
 from silas_exp.analysis.decision import annotate, margin_text
+from silas_exp.analysis.interval import metric_interval
+from silas_exp.analysis.let_through import study_warnings
 from silas_exp.analysis.result import (
     ERROR_METRIC,
     PASS_METRIC,
@@ -42,7 +44,6 @@ from silas_exp.stats import (
     Verdict,
     benjamini_hochberg,
     cases_needed,
-    cluster_bootstrap_ci,
     cohens_dz,
     combine,
     holm,
@@ -52,6 +53,8 @@ from silas_exp.stats import (
     sprt_with_pilot,
     verdict,
 )
+from silas_exp.stats.control_variate import MIN_INFORMATIVE, Corrected, select
+from silas_exp.stats.control_variate import interval as cv_interval
 from silas_exp.variants import find_variant
 
 
@@ -122,19 +125,26 @@ def _quiet():
 
 
 def _compare(data: SweepData, variant: str, control: str, metric: str, s: AnalysisSettings,
-             margin: float, mde: float | None, use_sprt: bool) -> Comparison | None:
+             margin: float, mde: float | None, use_sprt: bool,
+             descriptive: bool = True) -> Comparison | None:
     """One variant's paired comparison on one metric, at ``s.confidence``:
-    the variant's and the control's means on the same (case, repeat) pairs."""
+    the variant's and the control's means on the same (case, repeat) pairs
+    (``descriptive=False``: no p-values)."""
     cases, a, b = data.paired(variant, control, metric)
     m = a - b
     keep = ~np.all(np.isnan(m), axis=1) if len(cases) else np.zeros(0, bool)
     m, a, b = m[keep], a[keep], b[keep]
+    cases = [c for c, k in zip(cases, keep, strict=True) if k]
     if m.size == 0 or np.all(np.isnan(m)):
         return None
-    ci = cluster_bootstrap_ci(m, n_resamples=s.n_resamples, confidence=s.confidence, seed=s.seed,
-                              expanded=True)
     with _quiet():
         per_case = np.nanmean(m, axis=1)
+    cv = _corrected(data, variant, control, metric, cases, per_case)
+    if cv is None:
+        ci = metric_interval(metric, m, a, b, s.confidence)
+        estimate, low, high = ci.estimate, ci.low, ci.high
+    else:
+        estimate, (low, high) = cv.estimate, cv_interval(cv, s.confidence)
     (mean, sd), (cmean, csd) = _paired_mean(a), _paired_mean(b)
     sprt = None
     if use_sprt:
@@ -142,11 +152,38 @@ def _compare(data: SweepData, variant: str, control: str, metric: str, s: Analys
             sprt = sprt_with_pilot(per_case, delta=mde, pilot=5).decision
         else:
             sprt = "needs --mde and more than 6 cases"
-    return Comparison(variant, metric, mean, sd, ci.estimate, ci.low, ci.high,
-                      paired_permutation(per_case, seed=s.seed).pvalue,
-                      paired_wilcoxon(per_case).pvalue, math.nan, cohens_dz(per_case), len(m),
+    p_perm = paired_permutation(per_case, seed=s.seed).pvalue if descriptive else math.nan
+    p_wilcoxon = paired_wilcoxon(per_case).pvalue if descriptive else math.nan
+    return Comparison(variant, metric, mean, sd, estimate, low, high, p_perm,
+                      p_wilcoxon, math.nan, cohens_dz(per_case), len(m),
                       m.shape[1], int(np.sum(~np.isnan(m))), margin, Verdict.NO_DIFFERENCE,
-                      sprt=sprt, control_mean=cmean, control_sd=csd, confidence=s.confidence)
+                      sprt=sprt, control_mean=cmean, control_sd=csd, confidence=s.confidence,
+                      multiplier=cv.multiplier if cv else math.nan,
+                      covariates=cv.covariates if cv else ())
+
+
+def _corrected(data: SweepData, variant: str, control: str, metric: str, cases: list[str],
+               per_case: np.ndarray) -> Corrected | None:
+    """The paid per-case differences corrected by the study's simulated twin
+    (and the baseline's history where it helps): None without a twin of both
+    arms on every paid case, on a pool the paid cases cover, or with too few
+    informative cases (``MIN_INFORMATIVE``)."""
+    twin = data.twin
+    if twin is None or metric == ERROR_METRIC or not {variant, control} <= set(twin.variants()):
+        return None
+    xv, xc = twin.case_means(variant, metric), twin.case_means(control, metric)
+    x = {c: xv[c] - xc[c] for c in xv.keys() & xc.keys()}
+    rest = sorted(set(x) - set(cases))
+    if not rest or any(c not in x for c in cases) or np.any(np.isnan(per_case)) \
+            or int(np.count_nonzero(per_case)) < MIN_INFORMATIVE:
+        return None
+    covariates = {"simulated": (np.array([x[c] for c in cases]), np.array([x[c] for c in rest]))}
+    history = {c: row[metric] for c, row in (data.history or {}).items()
+               if metric in row and not math.isnan(row[metric])}
+    if all(c in history for c in (*cases, *rest)):
+        covariates["baseline"] = (np.array([history[c] for c in cases]),
+                                  np.array([history[c] for c in rest]))
+    return select(per_case, covariates, "simulated")
 
 
 def _paired_mean(values: np.ndarray) -> tuple[float, float]:
@@ -210,10 +247,16 @@ def _sensitivity(data: SweepData, metrics: list[str], margins: dict[str, float],
 def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
              metrics: list[str] | None = None, use_sprt: bool = False,
              mde: float | None = None,
-             confidence_of: Mapping[str, float] | None = None) -> AblationResult:
+             confidence_of: Mapping[str, float] | None = None,
+             pool_cases: int | None = None, descriptive: bool = True) -> AblationResult:
     """The verdicts of every variant against the control. ``confidence_of``
     reads a variant's intervals at a confidence of its own (the look of a
-    sequential study it stopped at) instead of ``settings.confidence``."""
+    sequential study it stopped at) instead of ``settings.confidence``.
+    ``pool_cases``: the cases the study could draw (a sequential study's
+    pool; default: the cases the control ran), beyond which a number of cases
+    needed is out of reach. ``descriptive=False`` leaves out what the verdicts
+    do not read (p-values, the ranking of shipping variants): a look's
+    stopping rule needs the verdicts only."""
     s = settings or AnalysisSettings()
     own = {v: s.model_copy(update={"confidence": c}) for v, c in (confidence_of or {}).items()}
     control, reason = pick_control(data, s)
@@ -224,7 +267,8 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
     gated = gate_of(kind, s.gate)  # pass and errors always gate
     shown = list(dict.fromkeys(gated + list(metrics or reported_for(kind))))
     result = AblationResult(data.sweep_id, data.command, control, reason, kind, shown, [],
-                            s.correction, s.confidence, {}, min_cases=s.min_cases)
+                            s.correction, s.confidence, {}, min_cases=s.min_cases,
+                            pool_cases=pool_cases or _cases_run(data, control))
     margins: dict[str, float] = {}
     for metric in shown:
         mspec = spec(metric)
@@ -233,13 +277,15 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
         margins[metric] = s.margins.get(metric, mspec.margin_for(cmean))
         rows = [c for v in variants
                 if (c := _compare(data, v, control, metric, own.get(v, s), margins[metric], mde,
-                                  use_sprt))]
+                                  use_sprt, descriptive))]
         if metric in gated and not rows:
             result.notes.append(f"{metric} has no value on any shared case of this suite; it "
                                 "cannot gate here")
             continue
         adjust = holm if s.correction == "holm" else benjamini_hochberg
-        for r, p in zip(rows, adjust([r.p_perm for r in rows]) if rows else [], strict=True):
+        adjusted = adjust([r.p_perm for r in rows]) if rows and descriptive else \
+            [math.nan] * len(rows)
+        for r, p in zip(rows, adjusted, strict=True):
             r.p_adjusted = float(p)
             if mspec.direction != "none":
                 r.verdict = verdict(r.ci_low, r.ci_high, r.p_adjusted, mspec.higher_is_better,
@@ -251,14 +297,38 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
                 if r.call is MetricCall.UNDECIDED:
                     need = cases_needed(d, r.margin, r.n_cases)
                     r.n_needed = max(need, s.min_cases) if need else None
+                    r.pool_cases = result.pool_cases
         if metric in gated:
             result.gated.append(metric)
         result.comparisons += rows
+    result.notes += _multiplier_notes(result)
     result.sensitivity = _sensitivity(data, result.gated, margins, s.sensitivity_floor)
     for variant in variants:
         result.verdicts[variant] = _decide(data, result, variant, control)
-    annotate(data, result, s.seed, s.n_resamples)
+    if descriptive:
+        annotate(data, result, s.seed, s.n_resamples)
+    result.warnings = study_warnings(data, result)
     return result
+
+
+def _multiplier_notes(r: AblationResult) -> list[str]:
+    """The report's line per variant on what the simulated twin bought: each
+    metric's effective sample multiplier (the variance of the paid cases' plain
+    mean over the corrected one's)."""
+    notes = []
+    for variant in dict.fromkeys(c.variant for c in r.comparisons if c.covariates):
+        parts = [f"{display_name(c.metric)} ×{c.multiplier:.2f}"
+                 + (" (with the baseline's history)" if "baseline" in c.covariates else "")
+                 for c in r.comparisons if c.variant == variant and c.covariates]
+        notes.append(f"{variant}: the simulated replay of every pool case as a control variate "
+                     "(prediction-powered, PPI++ weight); effective sample multiplier "
+                     + ", ".join(parts))
+    return notes
+
+
+def _cases_run(data: SweepData, control: str) -> int:
+    """The distinct cases the control ran: a fixed design's whole suite."""
+    return len({c for j in data.jobs if j.variant == control for c in j.cases})
 
 
 def _decide(data: SweepData, r: AblationResult, variant: str, control: str) -> VariantVerdict:

@@ -1,11 +1,12 @@
-"""The promoted baseline as the next studies' control, and its one reader.
+"""The promoted baseline as the next studies' control.
 
 A baseline is a configuration with its results (silas_exp.schema.baseline).
 A later study does not pair its variants with those logged results (other
 cases, other seeds, other code): it runs the baseline's *configuration* as
 its control arm, on the same cases, blocks, repeats and seeds as every
 variant, so every pair shares its random streams. The sweeper calls two
-functions, and nothing else of this module:
+functions, and nothing else of this module (the record comes from the suite's
+baseline store, silas_exp.baselines):
 
 * :func:`baseline_arm` once, before it plans any job: the control arm (its
   overrides, its name and why it is the control), or None when
@@ -26,48 +27,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from silas_exp.errors import AnalysisError
-from silas_exp.records import update_manifest, upgrade_case, write_json_atomic
-from silas_exp.schema.baseline import (
-    BASELINE_FILE,
-    BaselineRecord,
-    arm_name,
-    config_overrides,
-    first_format,
-)
+from silas_exp.records import update_manifest, write_json_atomic
+from silas_exp.schema.baseline import BaselineRecord, arm_name, config_overrides
 
 CONTROL_FILE = "control.json"  # the sweep's control: an added §19.5 option, or the baseline arm
 ARM_TAG = "silas.control_arm"  # on a study's parent run: the baseline arm it ran
-
-
-def read_baseline(suite_dir: Path | str) -> BaselineRecord | None:
-    """The suite's baseline (``baseline.json``), or None when none is promoted."""
-    path = Path(suite_dir) / BASELINE_FILE
-    if not path.is_file():
-        return None
-    return parse_baseline(path.read_text(), str(path))
-
-
-def parse_baseline(text: str, where: str) -> BaselineRecord:
-    """A baseline record from the text of ``where`` (a file, an artifact)."""
-    from pydantic import ValidationError
-
-    from silas_exp.schema.baseline import RECORD_VERSION
-
-    fix = "promote it again with `silas-exp baseline promote SWEEP_OR_RUN VARIANT`"
-    try:
-        data = json.loads(text)
-        if "schema_version" not in data:
-            data = first_format(data)
-        elif data["schema_version"] > RECORD_VERSION:
-            raise AnalysisError(f"{where}: schema_version {data['schema_version']} is newer than "
-                                f"this silas_exp reads ({RECORD_VERSION}); upgrade silas_exp")
-        for job in data.get("jobs", []):
-            job["results"] = [upgrade_case(r) for r in job.get("results", [])]
-        return BaselineRecord.model_validate(data)
-    except (ValueError, KeyError, TypeError, ValidationError) as exc:
-        first = str(exc).splitlines()[0]
-        raise AnalysisError(f"{where}: not a readable baseline ({first}); {fix}") from None
 
 
 @dataclass(frozen=True)
@@ -105,26 +69,25 @@ class ControlArm:
         return cls.from_json(json.loads(tags[ARM_TAG])) if tags.get(ARM_TAG) else None
 
 
-def baseline_arm(analysis: Mapping[str, Any], suite_dir: Path | str, sweep_dir: Path
-                 ) -> ControlArm | None:
-    """The sweep's control arm from the suite's promoted baseline (see the
-    module's docstring); recorded in ``control.json``."""
-    if analysis.get("control") or not analysis.get("use_baseline", True):
+def baseline_arm(analysis: Mapping[str, Any], record: BaselineRecord | None, sweep_dir: Path,
+                 code_note: str = "") -> ControlArm | None:
+    """The sweep's control arm from the suite's promoted baseline ``record``
+    (see the module's docstring); recorded in ``control.json``. ``code_note``:
+    what the reason adds when today's code is not the baseline's."""
+    if analysis.get("control") or not analysis.get("use_baseline", True) or record is None:
         return None
-    record = read_baseline(suite_dir)
-    if record is None:
-        return None
-    arm = control_arm(record)
+    arm = control_arm(record, code_note)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(sweep_dir / CONTROL_FILE, {"added": {}, "baseline": arm.to_json()})
     return arm
 
 
-def control_arm(record: BaselineRecord) -> ControlArm:
+def control_arm(record: BaselineRecord, code_note: str = "") -> ControlArm:
     where = f"study {record.sweep_id}, " if record.sweep_id else ""
     reason = (f"the suite's promoted baseline (promoted {record.promoted_at[:10]} from {where}"
               f"run {record.source_run_id[:8]}), its configuration run afresh on the same cases "
-              "and seeds as every variant; analysis.control=... names another")
+              "and seeds as every variant" + (f"; {code_note}" if code_note else "")
+              + "; analysis.control=... names another")
     return ControlArm(record.name, tuple(record.overrides), reason, record.source_run_id,
                       record.experiment_id)
 
@@ -168,4 +131,4 @@ def with_control_arm(jobs: Sequence[Sequence[str]], arm: ControlArm, sweep_dir: 
 
 
 __all__ = ["CONTROL_FILE", "ControlArm", "arm_name", "baseline_arm", "control_arm",
-           "read_baseline", "study_part", "with_control_arm"]
+           "study_part", "with_control_arm"]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from silas_exp.analysis.decision import margin_text
+from silas_exp.analysis.decision import margin_text, needed_cell
 from silas_exp.analysis.result import AblationResult, Comparison
 from silas_exp.metrics.numbers import interval, num, p_value, rounded
 
@@ -27,7 +27,8 @@ def _rounded(x: Any) -> Any:
 
 
 def _call(c: Comparison) -> str:
-    return (c.call.value if c.call else "") + (f" (≈{c.n_needed} cases)" if c.n_needed else "")
+    return (c.call.value if c.call else "") + (f" ({needed_cell(c.n_needed, c.pool_cases)})"
+                                               if c.n_needed else "")
 
 
 @dataclass(frozen=True)
@@ -78,12 +79,14 @@ def data_table(r: AblationResult) -> dict[str, list]:
     """Every comparison as one row per (variant, metric), the columns' values
     (four significant digits, NaN as None), for MLflow's ``log_table``."""
     fields = [f for col in COLUMNS for f in col.fields]
-    names = [fields[0][0], "metric", "gated", "verdict"] + [name for name, _ in fields[1:]]
+    names = [fields[0][0], "metric", "gated", "verdict", "warnings"] + [
+        name for name, _ in fields[1:]]
     table: dict[str, list] = {name: [] for name in names}
     for metric in r.metrics:
         for c in r.table(metric):
             values = [fields[0][1](c), metric, metric in r.gated,
-                      r.verdicts[c.variant].outcome.value] + [get(c) for _, get in fields[1:]]
+                      r.verdicts[c.variant].outcome.value,
+                      len(r.warnings.get(c.variant, []))] + [get(c) for _, get in fields[1:]]
             for name, v in zip(names, values, strict=True):
                 table[name].append(_rounded(v))
     return table

@@ -9,7 +9,6 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from silas_exp.analysis.baseline import CONTROL_FILE, ControlArm
 from silas_exp.errors import AnalysisError
 from silas_exp.records import JobResult, read_manifest, sweep_job_results
 from silas_exp.schema.benchmark import BenchmarkResult
+from silas_exp.schema.runs import LoggedRun
 
 NOT_COMPLETED = ("error", "timeout")
 # per-case outcomes compared over every case, errored ones included; every
@@ -50,6 +50,12 @@ class SweepData:
     control_arm: ControlArm | None = None  # the promoted baseline's configuration, run as a variant
     # metric -> {gap, separation, sensitive}: the suite's stored oracle-vs-random figures
     sensitivity: dict[str, dict] | None = None
+    # the study's simulated twin: every arm replayed with the simulated model on every
+    # case of the pool (free); its per-case differences correct the paid ones
+    twin: SweepData | None = None
+    # the promoted baseline's logged per-case values (case -> metric -> mean over its
+    # repeats) on the pool: a second covariate where it helps
+    history: dict[str, dict[str, float]] | None = None
 
     def variants(self) -> list[str]:
         return sorted({j.variant for j in self.jobs})
@@ -98,6 +104,18 @@ class SweepData:
             for i, c in enumerate(cases):
                 if c in job.cases and (metric in OUTCOME_METRICS or job.completed(c)):
                     out[i, j] = job.cases[c].get(metric, math.nan)
+        return out
+
+    def case_means(self, variant: str, metric: str) -> dict[str, float]:
+        """Each case's mean over the variant's repeats (NaN-free), by case id."""
+        jobs = list(self.jobs_of(variant).values())
+        out: dict[str, float] = {}
+        for c in set().union(*[j.cases for j in jobs]) if jobs else ():
+            vals = [j.cases[c].get(metric, math.nan) for j in jobs if c in j.cases
+                    and (metric in OUTCOME_METRICS or j.completed(c))]
+            vals = [v for v in vals if not math.isnan(v)]
+            if vals:
+                out[c] = sum(vals) / len(vals)
         return out
 
     def run_values(self, variant: str, metric: str) -> list[float]:
@@ -173,6 +191,27 @@ def merge_blocks(jobs: list[JobData]) -> list[JobData]:
     return out
 
 
+TWIN_FILE = "twin.json"  # a paid study's simulated twin (silas_exp.study.loop.write_twin)
+
+
+def write_twin_file(sweep_dir: Path, jobs: list[JobData]) -> None:
+    """The twin's per-case results (one record per arm and repeat), whole or not at all."""
+    from silas_exp.records import write_json_atomic
+
+    write_json_atomic(sweep_dir / TWIN_FILE, {"version": 1, "jobs": [
+        {"variant": j.variant, "repeat": j.repeat, "cases": j.cases, "status": j.status}
+        for j in jobs]})
+
+
+def read_twin_file(sweep_dir: Path) -> SweepData | None:
+    path = sweep_dir / TWIN_FILE
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    return SweepData("twin", "", [JobData(j["variant"], j["repeat"], {}, j["cases"],
+                                          status=j["status"]) for j in data["jobs"]])
+
+
 def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None,
                    keep: Callable[[JobResult], bool] | None = None) -> SweepData:
     """Finished jobs of a sweep folder (``keep``: only the jobs it keeps), the
@@ -188,9 +227,31 @@ def load_sweep_dir(sweep_dir: Path, suite_dir: Path | None = None,
         control = json.loads((sweep_dir / CONTROL_FILE).read_text())
         added = ",".join(f"{k}={v}" for k, v in control["added"].items()) or None
         arm = ControlArm.from_json(control["baseline"]) if control.get("baseline") else None
+    twin = read_twin_file(sweep_dir)
     return SweepData(info.sweep_id if info else sweep_dir.name, info.command if info else "", jobs,
                      list(info.swept_keys) if info else [], added_control=added, control_arm=arm,
-                     sensitivity=load_sensitivity(suite_dir) if suite_dir else None)
+                     sensitivity=load_sensitivity(suite_dir) if suite_dir else None,
+                     twin=twin, history=baseline_history(suite_dir) if twin and suite_dir else None)
+
+
+def baseline_history(suite_dir: Path) -> dict[str, dict[str, float]] | None:
+    """The suite's promoted baseline's logged per-case values, each case's mean over
+    its repeats (case -> metric -> value): a paid study's second covariate."""
+    from silas_exp.baselines import read_baseline
+
+    try:
+        record = read_baseline(suite_dir)
+    except Exception:  # a broken record is reported where the baseline is used, not here
+        return None
+    if record is None:
+        return None
+    sums: dict[str, dict[str, list[float]]] = {}
+    for job in record.jobs:
+        for case_id, row in job_data(record.name, job.repeat, job.metrics, job.results).cases.items():
+            for metric, value in row.items():
+                if isinstance(value, float | int) and not math.isnan(value):
+                    sums.setdefault(case_id, {}).setdefault(metric, []).append(float(value))
+    return {c: {m: sum(v) / len(v) for m, v in row.items()} for c, row in sums.items()}
 
 
 SENSITIVITY_FILE = "sensitivity.json"  # in the suite folder: silas-exp sensitivity writes it
@@ -207,12 +268,12 @@ def load_sensitivity(suite_dir: Path) -> dict[str, dict] | None:
                             "sensitivity SANITY_SWEEP --suite-dir ...`") from None
 
 
-def latest_per_job(runs: Iterable[Any]) -> list[Any]:
+def latest_per_job(runs: Iterable[LoggedRun]) -> list[LoggedRun]:
     """Keep the newest FINISHED run per (variant, repeat, block) — resumed sweeps may hold several."""
-    best: dict[tuple[str, str], Any] = {}
+    best: dict[tuple[str, str, str], LoggedRun] = {}
     for r in runs:
-        key = (r.data.tags.get("silas.variant", ""), r.data.tags.get("silas.repeat", ""),
-               r.data.tags.get("silas.block", "0"))
-        if key not in best or r.info.start_time > best[key].info.start_time:
+        key = (r.tags.get("silas.variant", ""), r.tags.get("silas.repeat", ""),
+               r.tags.get("silas.block", "0"))
+        if key not in best or r.start_time > best[key].start_time:
             best[key] = r
     return list(best.values())

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from silas_exp.analysis.data import SweepData
+from silas_exp.analysis.interval import metric_interval
 from silas_exp.analysis.result import (
     ERROR_METRIC,
     PASS_METRIC,
@@ -21,9 +22,38 @@ from silas_exp.analysis.result import (
 from silas_exp.metrics.names import display_name
 from silas_exp.metrics.numbers import declared, signed
 from silas_exp.metrics.registry import spec
-from silas_exp.stats import MetricCall, Oriented, Outcome, cluster_bootstrap_ci
+from silas_exp.stats import MetricCall, Oriented, Outcome
 
 ZERO_PASS = "passes no case"
+
+
+def about(n: int) -> str:
+    """A number of cases as a plan reads it: two significant figures from 100
+    on ("about 2,600" for 2,587), exact below."""
+    if n < 100:
+        return f"{n:,}"
+    step = 10 ** (len(str(n)) - 2)
+    return f"{round(n / step) * step:,}"
+
+
+def needed_text(n_needed: int, pool: int | None, repeats: int = 1) -> str:
+    """The cases that would decide a variant, the one way they are printed:
+    "needs about 440 cases", and when the pool cannot reach them "needs about
+    2,600 cases; the pool has 320" (never a bare count beyond the pool)."""
+    at = f" × {repeats} repeats" if repeats > 1 else ""
+    text = f"needs about {about(n_needed)} cases{at} to decide"
+    if pool is not None and n_needed > pool:
+        text += f"; the pool has {pool:,}"
+    return text
+
+
+def needed_cell(n_needed: int | None, pool: int | None, repeats: int = 1) -> str:
+    """The same in a table's "to decide" cell: "about 2,600 cases (the pool has 320)"."""
+    if not n_needed:
+        return ""
+    at = f" × {repeats} repeats" if repeats > 1 else ""
+    beyond = f" (the pool has {pool:,})" if pool is not None and n_needed > pool else ""
+    return f"about {about(n_needed)} cases{at}{beyond}"
 
 
 def margin_text(margin: float) -> str:
@@ -72,7 +102,7 @@ def _texts(found: list[Blocker]) -> str:
 
 def _needed(r: AblationResult, variants: list[str]) -> str:
     need = [r.verdicts[v].n_needed for v in variants if r.verdicts[v].n_needed]
-    return f"; ≈{max(need)} cases needed" if need else ""
+    return f"; {needed_text(max(need), r.pool_cases)}" if need else ""
 
 
 def _nothing_ships(r: AblationResult, held: list[str]) -> str:
@@ -90,7 +120,7 @@ def _nothing_ships(r: AblationResult, held: list[str]) -> str:
         if extra:
             also.append(f"{v} also by {_texts(extra)}{need}")
         elif need:
-            also.append(f"{v} needs {need.removeprefix('; ')}")
+            also.append(f"{v} {need.removeprefix('; ')}")
     return (f"No variant may ship: every one is blocked by {_texts(common)}"
             + "".join(f"; {a}" for a in also))
 
@@ -153,10 +183,9 @@ def rank_shipping(data: SweepData, r: AblationResult, seed: int = 0,
     if len(rows) < 2:
         return None
     rows.sort(key=lambda x: -x.better.estimate)
-    _, m = data.matrix(rows[0].variant, rows[1].variant, metric)
+    _, a, b = data.paired(rows[0].variant, rows[1].variant, metric)
     try:
-        ci = cluster_bootstrap_ci(m, n_resamples=n_resamples, confidence=r.confidence, seed=seed,
-                                  expanded=True)
+        ci = metric_interval(metric, a - b, a, b, r.confidence)
     except ValueError:  # no paired case between the two
         return None
     return Ranking(metric, rows, Oriented.of(ci.estimate, ci.low, ci.high, direction),

@@ -9,7 +9,7 @@ import html
 from pathlib import Path
 
 from silas_exp.analysis.columns import cells, headers
-from silas_exp.analysis.decision import control_note, decision_sentence
+from silas_exp.analysis.decision import control_note, decision_sentence, needed_cell
 from silas_exp.analysis.report import verdict_rule
 from silas_exp.analysis.result import AblationResult
 from silas_exp.metrics.names import display_name
@@ -41,7 +41,7 @@ def ablation_html(r: AblationResult, plots: list[Path]) -> str:
     parts.append(f"<p>Control: <b>{e(r.control)}</b> — {e(r.control_reason)}.</p>")
     parts.append("<p>" + e(verdict_rule(r).replace("**", "").replace("*", "")) + "</p>")
     rows = [[e(v), f"<b style='color:{_COLOUR[vv.outcome]}'>{e(vv.outcome.words)}</b>",
-             e("; ".join(vv.reasons)), e(f"≈ {vv.n_needed} cases") if vv.n_needed else ""]
+             e("; ".join(vv.reasons)), e(needed_cell(vv.n_needed, r.pool_cases, vv.n_repeats))]
             for v, vv in sorted(r.verdicts.items())]
     parts += ["<h2>Verdicts</h2>", _table(["variant", "verdict", "why", "to decide"], rows)]
     for p in plots:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from silas_exp.analysis.ablation import ablation
 from silas_exp.analysis.data import SweepData
-from silas_exp.analysis.decision import decision_sentence
+from silas_exp.analysis.decision import decision_sentence, needed_text
 from silas_exp.analysis.html import ablation_html
 from silas_exp.analysis.parent import ParentReport, parent_summary
 from silas_exp.analysis.plots import ablation_plots
@@ -42,13 +42,14 @@ def report_ablation(data: SweepData, out: Path, settings: AnalysisSettings | Non
                     result: AblationResult | None = None, plot_dir: str = ABLATION_DIR,
                     metrics: list[str] | None = None, use_sprt: bool = False,
                     mde: float | None = None, confidence_of: Mapping[str, float] | None = None,
-                    notes: Sequence[str] = (), appendix: str = "") -> AblationReport:
+                    notes: Sequence[str] = (), appendix: str = "",
+                    pool_cases: int | None = None) -> AblationReport:
     """The ablation of ``data`` (or the ``result`` a caller computed, e.g. a
     tuning study's certification), its plots under ``out/plot_dir``, and
     ``ablation.md`` (+ ``appendix``) and ``ablation.html`` in ``out``."""
     if result is None:
         result = ablation(data, settings, metrics=metrics, use_sprt=use_sprt, mde=mde,
-                          confidence_of=confidence_of)
+                          confidence_of=confidence_of, pool_cases=pool_cases)
     result.notes += list(notes)
     out.mkdir(parents=True, exist_ok=True)
     plots = ablation_plots(result, out / plot_dir if plot_dir else out)
@@ -67,9 +68,10 @@ def console_lines(report: AblationReport, data: SweepData, suite_dir: str | None
     lines = [f"\nAblation vs {r.control} ({r.control_reason}):", "",
              paired_table(r), "", f"  {decision_sentence(r, r.ranking)}"]
     for variant, vv in sorted(r.verdicts.items()):
-        need = f" (≈ {vv.n_needed} cases to decide)" if vv.n_needed else ""
+        need = f" ({needed_text(vv.n_needed, r.pool_cases, vv.n_repeats)})" if vv.n_needed else ""
         lines.append(f"  {variant}: {vv.outcome.words} — "
                      f"{'; '.join(vv.reasons)}{need}")
+        lines += [f"    warning: {w}" for w in r.warnings.get(variant, [])]
     lines += [f"  note: {metric} cannot separate oracle from random on this suite "
               "(insensitive here)" for metric in r.insensitive()]
     if r.sensitivity and set(REFERENCE) <= set(data.variants()):

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from silas_exp.analysis.columns import cells, headers
-from silas_exp.analysis.decision import control_note, decision_sentence, margin_text
+from silas_exp.analysis.decision import (
+    control_note,
+    decision_sentence,
+    margin_text,
+    needed_cell,
+)
 from silas_exp.analysis.result import ERROR_METRIC, AblationResult
 from silas_exp.metrics.names import display_name, labelled, named
 from silas_exp.metrics.numbers import interval, num, percent, signed
@@ -19,7 +24,7 @@ def outcome_text(o: Outcome) -> str:
 def verdict_rule(r: AblationResult) -> str:
     level = (1 - r.confidence) / 2
     return (f"**Verdict rule (non-inferiority).** A variant *ships* only when, for every gated "
-            f"metric, the worse-side bound of the {percent(r.confidence)} cluster-bootstrap CI of its "
+            f"metric, the worse-side bound of the {percent(r.confidence)} CI of its "
             "paired difference with the control lies within the metric's margin (a one-sided "
             f"test at {percent(level)} per metric; all must pass, so no multiplicity penalty), it has "
             "no more errored cases than the control, and it passes at least one case. It is "
@@ -43,7 +48,7 @@ def verdict_lines(r: AblationResult) -> list[str]:
     lines = ["| variant | verdict | gated Δ vs control [CI] (margin) | why | to decide |",
              "|---|---|---|---|---|"]
     for v, vv in sorted(r.verdicts.items()):
-        need = f"≈ {vv.n_needed} cases × {vv.n_repeats} repeats" if vv.n_needed else ""
+        need = needed_cell(vv.n_needed, r.pool_cases, vv.n_repeats)
         lines.append(f"| {v} | {outcome_text(vv.outcome)} | {gated_deltas(r, v)} | "
                      f"{'; '.join(vv.reasons)} | {need} |")
     return lines
@@ -83,6 +88,8 @@ def ablation_markdown(r: AblationResult, plots: list[str] | None = None) -> str:
         lines += ["Reproduce:", "", "```bash", r.command, "```", ""]
     lines += [f"Control: **{r.control}** — {r.control_reason}.", "", verdict_rule(r), "",
               "## Verdicts", "", *verdict_lines(r), "",
+              *[f"- **warning** ({v} ships, but): {w}" for v, ws in sorted(r.warnings.items())
+                for w in ws], *([""] if r.warnings else []),
               "Gated metrics (" + r.suite_kind + " suite): "
               + ", ".join(f"{display_name(m)} ({spec(m).arrow()})" for m in r.gated) + "."]
     if r.ranking is not None:

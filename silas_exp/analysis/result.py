@@ -42,6 +42,11 @@ class Comparison:
     control_mean: float = math.nan
     control_sd: float = math.nan
     confidence: float = math.nan  # of the CI (a sequential study: the look it stopped at)
+    # the simulated replay as a control variate (silas_exp.stats.control_variate): the
+    # effective sample multiplier it bought and the covariates used (none: no correction)
+    multiplier: float = math.nan
+    covariates: tuple[str, ...] = ()
+    pool_cases: int | None = None  # the cases the study could draw (for ``n_needed``'s wording)
 
 
 @dataclass
@@ -79,6 +84,11 @@ class AblationResult:
     notes: list[str] = field(default_factory=list)
     min_cases: int = 6
     ranking: Ranking | None = None  # two or more ship: which is better (analysis.decision)
+    # the cases a study could draw (a sequential study's pool, else the cases it ran):
+    # a number of cases needed beyond it is said to be out of reach
+    pool_cases: int | None = None
+    # variant -> what the rule let through though it ships (analysis.let_through)
+    warnings: dict[str, list[str]] = field(default_factory=dict)
 
     def table(self, metric: str) -> list[Comparison]:
         return [c for c in self.comparisons if c.metric == metric]

@@ -40,6 +40,9 @@ class AnalysisSettings(BaseModel):
     # below this many paired cases a CI says too little: a gated metric stays undecided
     # (bench/bench_verdict.py: the expanded interval holds its level from 6 cases)
     min_cases: int = Field(default=6, ge=2)
+    # a paid study (a real model) corrects its paired differences with its simulated
+    # twin, replayed free on the whole pool (docs/analysis.md, "Fewer paid cases")
+    twin: bool = True
 
     @field_validator("gate")
     @classmethod

@@ -52,15 +52,15 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any
     from silas_exp.analysis.data import SweepData, job_from_result, latest_per_job, merge_blocks
     from silas_exp.records import ADAPTIVE_FILE
     from silas_exp.study.state import AdaptiveState
-    from silas_exp.tracking.reader import Reader
+    from silas_exp.tracking.reader import MlflowRunReader
 
-    reader = Reader(uri)
+    reader = MlflowRunReader(uri)
     parent, children = reader.sweep_runs(sweep_id)
-    jobs = merge_blocks([job_from_result(reader.job_result(r.info.run_id), r.info.run_id)
+    jobs = merge_blocks([job_from_result(reader.job_result(r.run_id), r.run_id)
                          for r in latest_per_job(children)])
-    command = parent.data.tags.get("silas.command", "") if parent else ""
-    text = reader.artifact_text(parent.info.run_id, ADAPTIVE_FILE) if parent else None
-    arm = ControlArm.from_tags(parent.data.tags) if parent else None
+    command = parent.tags.get("silas.command", "") if parent else ""
+    text = reader.artifact_text(parent.run_id, ADAPTIVE_FILE) if parent else None
+    arm = ControlArm.from_tags(parent.tags) if parent else None
     return (SweepData(sweep_id, command, jobs, control_arm=arm), parent,
             AdaptiveState.from_json(text) if text else None)
 
@@ -68,7 +68,7 @@ def load_sweep_from_mlflow(uri: str, sweep_id: str) -> tuple[SweepData, Any, Any
 def cmd_ablation(args) -> int:
     from silas_exp.analysis.data import load_sensitivity, load_sweep_dir
     from silas_exp.analysis.pipeline import report_ablation
-    from silas_exp.study.state import AdaptiveState, read_as_decided
+    from silas_exp.study.state import AdaptiveState, read_as_decided, with_fixed_margins
 
     settings = ablation_settings(args)
     suite_dir = Path(args.suite_dir) if args.suite_dir else None
@@ -81,15 +81,18 @@ def cmd_ablation(args) -> int:
     own, notes = None, []
     if args.confidence is None:  # a sequential study: read as it decided, look by look
         settings, own, notes = read_as_decided(state, settings)
+    else:  # at another confidence, still with the study's fixed margins
+        settings = with_fixed_margins(state, settings)
     out = Path(args.out or f"ablation-{data.sweep_id}")
     report = report_ablation(data, out, settings, plot_dir="", metrics=args.metrics,
-                             use_sprt=args.sprt, mde=args.mde, confidence_of=own, notes=notes)
+                             use_sprt=args.sprt, mde=args.mde, confidence_of=own, notes=notes,
+                             pool_cases=state.pool_cases if state else None)
     print(report.markdown)
     print(f"written: {report.path}, {out / 'ablation.html'} and {len(report.plots)} plot(s)")
     if parent is not None and args.log:
         reader = _reader(args)
         for path in [report.path, out / "ablation.html", *report.plots]:
-            reader.log_artifact(parent.info.run_id, path, "ablation")
+            reader.log_artifact(parent.run_id, path, "ablation")
     return 0
 
 
@@ -178,8 +181,8 @@ def cmd_report(args) -> int:
     job = job_from_result(result, args.run)
     res = result.run
     lines = [f"# Run `{args.run}` — {job.variant} (repeat {job.repeat})", "",
-             f"Suite `{run.data.tags.get('silas.suite')}` v{run.data.tags.get('silas.suite_version')}, "
-             f"status {run.info.status}, backend {run.data.tags.get('llm.backend')}.", "",
+             f"Suite `{run.tags.get('silas.suite')}` v{run.tags.get('silas.suite_version')}, "
+             f"status {run.status}, backend {run.tags.get('llm.backend')}.", "",
              "| summary | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in (res.summary.model_dump() if res.summary else {}).items()]
     lines += ["", "| metric | value |", "|---|---|"]
@@ -199,22 +202,23 @@ def cmd_report(args) -> int:
 
 def cmd_prometheus(args) -> int:
     from silas_exp.analysis.data import latest_per_job
+    from silas_exp.schema.runs import LoggedRun
 
     reader = _reader(args)
     print("# HELP silas_benchmark_pass_rate Share of benchmark cases passing in the latest run.")
     print("# TYPE silas_benchmark_pass_rate gauge")
     for exp in reader.experiments():
-        runs = [r for r in reader.store.search_runs([exp.experiment_id], "attributes.status = 'FINISHED'")
-                if "summary.pass_rate" in r.data.metrics]
-        latest: dict[str, object] = {}
+        runs = [r for r in reader.finished_runs(exp.experiment_id)
+                if "summary.pass_rate" in r.metrics]
+        latest: dict[str, LoggedRun] = {}
         for r in latest_per_job(runs):
-            v = r.data.tags.get("silas.variant", "")
-            if v not in latest or r.info.start_time > latest[v].info.start_time:
+            v = r.tags.get("silas.variant", "")
+            if v not in latest or r.start_time > latest[v].start_time:
                 latest[v] = r
         for variant, r in sorted(latest.items()):
-            suite = r.data.tags.get("silas.suite", exp.name)
+            suite = r.tags.get("silas.suite", exp.name)
             print(f'silas_benchmark_pass_rate{{suite="{suite}",agent="{variant}"}} '
-                  f'{r.data.metrics["summary.pass_rate"]}')
+                  f'{r.metrics["summary.pass_rate"]}')
     return 0
 
 
@@ -292,6 +296,10 @@ def register(sub, default_uri) -> None:
     p.add_argument("--no-aa", action="store_true",
                    help="under the baseline's seeds: no A/A run (its configuration under other "
                         "seeds, for the flags' expected counts when the baseline has one repeat)")
+    p.add_argument("--max-cases", type=int, default=None, metavar="N",
+                   help="the most cases the check may reach when the baseline's do not decide "
+                        "(both sides run more blocks of the pool); default: the pool, or the "
+                        "cases the check has when the baseline's code cannot be run here")
     p.add_argument("--workers", type=int, default=1, help="processes for the jobs it runs")
     p.add_argument("--work-dir", help="where the jobs it runs write (default: a temporary folder)")
     p.add_argument("--accept-regression", metavar="REASON",

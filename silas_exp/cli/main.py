@@ -13,6 +13,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from silas_exp.data.transcripts.progress import DEFAULT_MAX_MB
 from silas_exp.errors import SilasExpError
 
 DEFAULT_URI = "sqlite:///{root}/mlruns/mlflow.db"
@@ -105,6 +106,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from silas_exp.data.transcripts.events import ReadOptions
+    from silas_exp.data.transcripts.progress import ImportProgress
     from silas_exp.data.transcripts.suite import DEFAULT_OUT, ImportSettings, import_transcripts
 
     out = Path(args.out) if args.out else DEFAULT_OUT / args.name
@@ -113,16 +115,18 @@ def cmd_import(args: argparse.Namespace) -> int:
     settings = ImportSettings(name=args.name, profile=args.profile, fill=args.fill,
                               probes=args.probes, read=ReadOptions(sidechains=args.sidechains),
                               extra_names=tuple(args.scrub_name), opt_in=opt_in,
-                              calibration=args.calibration)
+                              calibration=args.calibration, max_mb=args.max_mb)
     writer = _probe_model(args.model) if args.probes == "llm" else None
+    progress = ImportProgress()  # on stderr: sizes, steps, share done, rate, time left
     try:
         report = import_transcripts([Path(p) for p in args.paths], out, fmt=args.format,
-                                    settings=settings, writer=writer)
+                                    settings=settings, writer=writer, progress=progress)
     finally:
         if writer is not None:
             writer.llm.close()
     for line in report.lines():
         print(line)
+    print(progress.finished())
     cases = sum(len(s.cases) for s in report.sessions)
     print(f"wrote {out}: {cases} case(s) from {len(report.sessions)} session(s); provenance in "
           f"{out / 'import_report.json'}")
@@ -192,6 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "instead of being evaluated (default: a quarter, at least one of two)")
     p.add_argument("--opt-in", action="store_true",
                    help="confirm the sessions' owners opted in (§20.7); recorded in the suite")
+    p.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB, metavar="MB",
+                   help=f"refuse a file larger than this before reading it (default "
+                        f"{DEFAULT_MAX_MB:g}: it is parsed whole, and scrubbing takes about "
+                        "3-4 s of CPU per MB); progress goes to stderr")
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser(
@@ -207,10 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_generate_suite)
 
     from silas_exp.cli.analysis import register  # analysis subcommands
+    from silas_exp.cli.plan import register as register_plan
     from silas_exp.cli.plugins import register as register_plugins
     from silas_exp.cli.ui import register as register_ui
 
     register(sub, default_uri)
+    register_plan(sub)
     register_plugins(sub)
     register_ui(sub, default_uri)
     return parser

@@ -8,9 +8,13 @@ of its keys are nearest; a misspelt option (``scorer=heuristic,mien``) gets
 the nearest options and the list of them (exit 2, in a sweep before the first job). A sweep
 that chooses several options of a group may set a key that only some of them
 have (the sweeper leaves it out of the others' jobs); the key is wrong only
-when none has it. It also loads every scorer and eviction strategy the
-command chooses, so a plug-in that does not load stops a sweep before its
-first job, not after the control's.
+when none has it. A key outside the groups (``repeets=3``, ``metrics.horizn=3``)
+gets the same answer, from the composed config and the settings model that
+validates it (``budget`` holds only what a command changes, so its settings
+are ``TokenBudget``'s and are added with ``+``). It also loads every scorer
+and eviction strategy the command chooses, so a plug-in that does not load
+stops a sweep before its first job, not after the control's. Every such
+problem of a command is named in one paragraph.
 """
 
 from __future__ import annotations
@@ -90,9 +94,62 @@ def settings_follow_options(args: Sequence[str]) -> list[str]:
     return out
 
 
+def _settings_at(cfg: Any, path: list[str]) -> tuple[list[str], Any]:
+    """The keys the composed config holds at ``path`` and the settings model
+    that validates it (``budget`` holds only what a command changes; its
+    settings are ``TokenBudget``'s)."""
+    from silas_exp.config import ExperimentConfig
+    from silas_exp.errors import model_at
+
+    level = _nearest_level(cfg, ".".join([*path, "\0"]))
+    keys = level[2] if level[0] == ".".join(path) else []
+    return keys, model_at(ExperimentConfig, tuple(path))
+
+
+def _plain_key_problem(o: Any, cfg: Any) -> str | None:
+    """A key outside the config groups (``repeats``, ``budget.total``,
+    ``metrics.horizon``): misspelt, missing its ``+`` or with one too many."""
+    key, value = o.key_or_group, ",".join(_values(o))
+    parent, missing, _ = _nearest_level(cfg, key)
+    written = f"{'+' if o.is_add() else ''}{key}={value}"
+    if not missing:
+        if o.is_add():
+            return (f"{written}: {key} is already in the config, so it takes no +; write "
+                    f"{key}={value}")
+        return None
+    path = parent.split(".") if parent else []
+    keys, model = _settings_at(cfg, path)
+    fields = list(getattr(model, "model_fields", {}) or {})
+    depth = len(key.split(".")) - len(path)
+    if model is None and path:
+        return None  # a free mapping (llm.prices, tune): any key may be added
+    if missing in fields and depth == 1:
+        if o.is_add():
+            return None
+        return (f"{written}: {parent or 'the config'} holds only the settings a command changes, "
+                f"so this one is added with a +: write +{key}={value}")
+    known = sorted((set(keys) | set(fields)) - {"hydra"})
+    near = difflib.get_close_matches(missing, known, n=3, cutoff=0.5)
+    where = f"under {parent}" if parent else "at the top of the config"
+    return (f"{written}: there is no setting {missing!r} {where}"
+            + (f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ".")
+            + f" The settings there are: {', '.join(known) or '(none)'}. Correct the key on the "
+              "command line (`python -m silas_exp --cfg job` prints the composed config).")
+
+
+def _top_keys(conf_dir: str) -> Any:
+    """conf/config.yaml as written: the keys every command has, without composing."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.load(f"{conf_dir}/config.yaml")
+
+
 def check_overrides(args: Sequence[str], conf_dir: str) -> None:
-    """Raise ConfigError for an unknown key under a config group, or a chosen
-    scorer or strategy that does not load; otherwise leave everything to Hydra."""
+    """Raise one ConfigError naming every misspelt option of a config group,
+    every unknown key (under a group or not, with the nearest keys), every
+    key given a ``+`` it must not have or lacking one it needs, and every
+    chosen scorer or strategy that does not load; otherwise leave everything
+    to Hydra."""
     overrides = _parse(args)
     if not overrides:
         return
@@ -100,38 +157,53 @@ def check_overrides(args: Sequence[str], conf_dir: str) -> None:
 
     from silas_exp.config import KIND_GROUPS
 
+    problems: list[str] = []
     with initialize_config_dir(config_dir=conf_dir, version_base="1.3"):
         from hydra.core.global_hydra import GlobalHydra
 
         repository = GlobalHydra.instance().hydra.config_loader.repository  # type: ignore[union-attr]
         choices: dict[str, list[str]] = {}
-        keys = []
+        keys, plain = [], []
         for o in overrides:
             key = o.key_or_group
-            if o.is_hydra_override() or o.is_delete() or o.package:
+            if o.is_hydra_override() or o.is_delete() or o.package or o.is_force_add():
                 continue
             if repository.group_exists(key):
                 choices[key] = _values(o)
-            elif "." in key and not (o.is_add() or o.is_force_add()) \
-                    and repository.group_exists(key.split(".")[0]):
-                keys.append(o)
+            elif "." in key and repository.group_exists(key.split(".")[0]):
+                if not o.is_add():
+                    keys.append(o)
+            else:
+                plain.append(o)
         searchpath = any(o.key_or_group == "hydra.searchpath" for o in overrides)
         for group, names in choices.items():  # a misspelt option: exit 2 before any job
             options = repository.get_group_options(group)
-            for name in names:
-                if not searchpath and name != "null" and name not in options:
-                    raise ConfigError(unknown_option_message(group, name, options))
+            bad = [n for n in names if not searchpath and n != "null" and n not in options]
+            problems += [unknown_option_message(group, name, options) for name in bad]
+            choices[group] = [n for n in names if n not in bad]  # keys are checked on the others
         for registry in KIND_GROUPS:  # a plug-in that does not load: exit 2 before any job
             for name in choices.get(str(registry.config_group), []):
                 if name in registry.names():  # else a YAML option (_target_) or Hydra's error
-                    registry.get(name)
-        if not keys or searchpath:
-            return  # options from a search path of one's own: Hydra checks them
-        fixed = [f"{g}={v[0]}" for g, v in choices.items()]
+                    try:
+                        registry.get(name)
+                    except ConfigError as exc:
+                        problems.append(str(exc))
+        if searchpath:
+            _raise(problems)  # options from a search path of one's own: Hydra checks them
+            return
+        written = _top_keys(conf_dir)  # most keys are judged from config.yaml alone
+        plain = [o for o in plain if _plain_key_problem(o, written)]
+        keys = [o for o in keys if choices.get(o.key_or_group.split(".")[0], [None])]
+        if not keys and not plain:
+            _raise(problems)
+            return
+        fixed = [f"{g}={v[0]}" for g, v in choices.items() if v]
         try:
             chosen = compose(config_name="config", overrides=fixed, return_hydra_config=True)
         except Exception:
+            _raise(problems)
             return  # a choice Hydra cannot compose: Hydra says so
+        problems += [p for o in plain if (p := _plain_key_problem(o, chosen))]
         for o in keys:
             key = o.key_or_group
             group = key.split(".")[0]
@@ -143,11 +215,22 @@ def check_overrides(args: Sequence[str], conf_dir: str) -> None:
                                   overrides=[f for f in fixed if not f.startswith(f"{group}=")]
                                   + [f"{group}={option}"])
                 except Exception:
-                    return
+                    break
                 level = _nearest_level(cfg, key)
                 if not level[1]:
                     break
                 levels.append(level)
             else:
-                raise ConfigError(unknown_key_message(key, ",".join(_values(o)), group, options,
-                                                      levels))
+                problems.append(unknown_key_message(key, ",".join(_values(o)), group, options,
+                                                    levels))
+    _raise(problems)
+
+
+def _raise(problems: list[str]) -> None:
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        raise ConfigError(f"the command line has {len(problems)} problems; no job was started. "
+                          "Fix them all:\n" + "\n".join(f"  {n}. {p}"
+                                                         for n, p in enumerate(problems, 1)),
+                          problems=problems)

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 
 def reader(args):
-    from silas_exp.tracking.reader import Reader
+    from silas_exp.tracking.reader import MlflowRunReader
 
-    return Reader(args.tracking_uri)
+    return MlflowRunReader(args.tracking_uri)

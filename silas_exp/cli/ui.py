@@ -41,15 +41,11 @@ def last_sweep(root: Path) -> Path | None:
 
 def _newest_parent(uri: str) -> tuple[str, str] | None:
     """(experiment id, run id) of the newest sweep parent run in the store."""
-    from silas_exp.tracking.reader import Reader
+    from silas_exp.tracking.reader import MlflowRunReader
 
-    reader = Reader(uri)
-    best = None
-    for exp in reader.experiments():
-        for run in reader.store.search_runs([exp.experiment_id], "tags.`silas.kind` = 'sweep'"):
-            if best is None or run.info.start_time > best.info.start_time:
-                best = run
-    return (best.info.experiment_id, best.info.run_id) if best else None
+    parents = MlflowRunReader(uri).sweep_parents()
+    best = max(parents, key=lambda run: run.start_time, default=None)
+    return (best.experiment_id, best.run_id) if best else None
 
 
 def target(args, default_uri: str) -> tuple[str, str | None, str | None, Path | None]:

@@ -9,6 +9,7 @@ this turn reactivate; then eviction runs once.
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
@@ -17,6 +18,15 @@ from silas_exp.context.budget import TokenBudget
 from silas_exp.context.stats import NeedEvent, ReplayStats, tuple_maker
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.schema.session import Session, SessionTruth
+
+# "python": every replay, and every call a simulated model answers, in Python (default:
+# auto, compiled where a strategy or scorer can stand in exactly)
+ENGINE_VARIABLE = "SILAS_EXP_REPLAY"
+
+
+def compiled_enabled() -> bool:
+    """Whether replays and simulated calls may take their compiled paths."""
+    return os.environ.get(ENGINE_VARIABLE, "auto").strip().lower() != "python"
 
 
 class NeedOracle:

@@ -10,6 +10,8 @@ alone decides, from its settings and the traits its parts' kinds declare."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -130,15 +132,21 @@ def replay_strategy(strategy: EvictionStrategy, session: Session, truth: Session
     """Replay ``session`` through ``strategy``: ``strategy.step`` every turn
     (``strategy.compress`` at ``flush_turn``), ``before_step(turn)`` before each
     step. Through the strategy's own ``replay_compiled`` when it has one and
-    takes the replay; ``before_step`` is then called for every turn after it
-    (a strategy takes a replay only when its scorer keeps no state, so what
-    ``before_step`` asks of it is the same either way)."""
+    takes the replay. A ``replay_compiled`` that takes ``before_step`` calls it
+    itself, for every turn before its scorer is next asked or changes; else
+    ``before_step`` is called for every turn after it (a strategy takes a
+    replay only when its scorer keeps no state, so what ``before_step`` asks of
+    it is the same either way)."""
     replay_compiled = getattr(strategy, "replay_compiled", None)
-    if replay_compiled is not None and replay_compiled(session, truth, budget, stats, flush_turn):
-        if before_step is not None:
-            for turn in range(session.turns):
-                before_step(turn)
-        return stats
+    if replay_compiled is not None:
+        if _takes_before_step(replay_compiled):
+            if replay_compiled(session, truth, budget, stats, flush_turn, before_step=before_step):
+                return stats
+        elif replay_compiled(session, truth, budget, stats, flush_turn):
+            if before_step is not None:
+                for turn in range(session.turns):
+                    before_step(turn)
+            return stats
 
     def step(window: Window, turn: int) -> None:
         if before_step is not None:
@@ -149,6 +157,19 @@ def replay_strategy(strategy: EvictionStrategy, session: Session, truth: Session
             strategy.step(window, turn)
 
     return replay(session, truth, step, budget, stats)
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_before_step_of(function: Callable) -> bool:
+    try:
+        return "before_step" in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _takes_before_step(method: Callable) -> bool:
+    """Whether a strategy's ``replay_compiled`` takes ``before_step`` (and calls it itself)."""
+    return _takes_before_step_of(getattr(method, "__func__", method))
 
 
 def validate_strategy_settings(raw: Mapping[str, Any]) -> StrategySettings:

@@ -195,17 +195,24 @@ class AnthropicBackend:
                                f"{type(exc).__name__}", reason=_classify(exc)) from None
             self._checked.add(model_id)
 
-    async def _attempt(self, request: LLMRequest, timeout: float, retries: int) -> LLMResponse:
+    def request_headers(self, request: LLMRequest, namespace: str) -> dict[str, str] | None:
+        """Extra HTTP headers of one request: none. A backend built on this one
+        for a test server may send what that server needs to answer."""
+        return None
+
+    async def _attempt(self, request: LLMRequest, timeout: float, retries: int,
+                       headers: dict[str, str] | None = None) -> LLMResponse:
         t0 = time.perf_counter()
         raw = await self.client.messages.with_raw_response.create(**request_params(request),
-                                                                  timeout=timeout)
+                                                                  timeout=timeout,
+                                                                  extra_headers=headers)
         self.limiter.observe(raw.headers)
         message = await raw.parse()
         return parse_message(message, request, latency_ms=(time.perf_counter() - t0) * 1000.0,
                              retries=retries)
 
     async def _with_retries(self, request: LLMRequest, deadline: float | None, ticket: int,
-                            tokens: int) -> LLMResponse:
+                            tokens: int, headers: dict[str, str] | None = None) -> LLMResponse:
         """Attempts until one answers; the first holds ``ticket`` (the limiter's
         leave to go), each later one waits for its own."""
         s = self.settings
@@ -217,7 +224,7 @@ class AnthropicBackend:
                                                                           deadline - time.monotonic()))
             hint, answered = None, True
             try:
-                return await self._attempt(request, timeout, attempt)
+                return await self._attempt(request, timeout, attempt, headers)
             except _SchemaViolation as exc:
                 reason, last = "schema", str(exc)
             except anthropic.APIStatusError as exc:
@@ -252,11 +259,12 @@ class AnthropicBackend:
         tokens = input_tokens(request)
         ticket = await self.limiter.acquire(tokens)
         deadline = None if request.deadline_s is None else time.monotonic() + request.deadline_s
+        headers = self.request_headers(request, namespace)
         if deadline is None:
-            return await self._with_retries(request, None, ticket, tokens)
+            return await self._with_retries(request, None, ticket, tokens, headers)
         try:
             async with asyncio.timeout(request.deadline_s):
-                return await self._with_retries(request, deadline, ticket, tokens)
+                return await self._with_retries(request, deadline, ticket, tokens, headers)
         except TimeoutError:
             raise LLMError(f"{request.task} call to {request.model}: no answer within "
                            f"{request.deadline_s:.1f} s", reason="timeout") from None

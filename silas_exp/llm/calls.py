@@ -94,11 +94,19 @@ def recording(sink: CallSink) -> Iterator[CallSink]:
     try:
         yield sink
     finally:
-        with _LOCK:
-            _SINKS.remove(sink)
+        uninstall(sink)
         close = getattr(sink, "close", None)
         if close is not None:
             close()
+
+
+def uninstall(sink: CallSink) -> None:
+    """Remove ``sink`` if it is installed: a sink that has seen the calls it
+    wanted removes itself, and the calls after it cost nothing (``emit``
+    returns at once with no sink)."""
+    with _LOCK:
+        if sink in _SINKS:
+            _SINKS.remove(sink)
 
 
 class JsonlCallLog:

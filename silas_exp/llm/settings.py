@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class ModelPrice(BaseModel):
@@ -44,4 +44,10 @@ class LLMSettings(BaseModel):
     dry_run: bool = False
     max_usd: float | None = Field(default=None, ge=0)
     simulated_latency_ms: float = Field(default=0.0, ge=0)
+    # prices given (``+llm.prices.<id>={...}``) add to the built-in ones, or replace one
     prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _over_built_in(cls, v: Any) -> Any:
+        return {**DEFAULT_PRICES, **v} if isinstance(v, dict) else v

@@ -13,6 +13,11 @@ from silas_exp.metrics.spec import MetricSpec, register_metric
 
 R, P = ("replay",), ("probe",)
 BOTH = ("replay", "probe")
+# the kind of a metric's values (its paired interval: silas_exp.stats.intervals)
+SHARE = {"kind": "bounded", "bounds": (0.0, 1.0)}
+SCORE = {"kind": "bounded", "bounds": (0.0, 5.0)}  # the rubric's 0-5
+AMOUNT = {"kind": "amount"}
+PASS_FAIL = {"kind": "pass_fail"}
 
 
 def _m(key, direction, unit, meaning, **kw) -> None:
@@ -22,41 +27,41 @@ def _m(key, direction, unit, meaning, **kw) -> None:
 # -- context quality (§19.5), per replay case ---------------------------------
 _m("context.retrieval_relevance", "higher", "share 0-1",
    "grade-weighted share of later needs served from the window", gate=R, margin=0.02,
-   name="retrieval relevance")
+   name="retrieval relevance", **SHARE)
 _m("context.needed_served_rate", "higher", "share 0-1",
-   "share of needed items (grade >= 1) present when needed", report=R)
+   "share of needed items (grade >= 1) present when needed", report=R, **SHARE)
 _m("context.task_completion_rate", "higher", "share 0-1",
-   "share of turns whose grade >= 2 needs were all served")
-_m("context.mean_window_tokens", "lower", "tokens", "mean window usage over turns")
+   "share of turns whose grade >= 2 needs were all served", **SHARE)
+_m("context.mean_window_tokens", "lower", "tokens", "mean window usage over turns", **AMOUNT)
 _m("context.tokens_per_served_need", "lower", "tokens",
    "window tokens held per need served (token efficiency)", gate=R, margin=0.05,
-   margin_kind="relative", name="tokens per served need")
+   margin_kind="relative", name="tokens per served need", **AMOUNT)
 _m("context.completion_per_1k_tokens", "higher", "per 1k tokens",
-   "task completion rate per 1000 window tokens")
-_m("context.re_retrievals", "lower", "count", "evicted or masked items fetched back", report=R)
-_m("context.re_retrieved_tokens", "lower", "tokens", "tokens paid again for re-retrievals")
+   "task completion rate per 1000 window tokens", **AMOUNT)
+_m("context.re_retrievals", "lower", "count", "evicted or masked items fetched back", report=R, **AMOUNT)
+_m("context.re_retrieved_tokens", "lower", "tokens", "tokens paid again for re-retrievals", **AMOUNT)
 _m("context.harmful_eviction_rate", "lower", "share 0-1",
-   "share of evictions of items needed (grade >= 2) within the horizon", report=R)
+   "share of evictions of items needed (grade >= 2) within the horizon", report=R, **SHARE)
 _m("context.guard_trigger_rate", "none", "share of turns",
    "turns on which usage exceeded the eviction threshold (workload, not quality)")
 
 # -- the scorer's ranking at Tier-2 calls (retrieval framework §3.1) ----------
 for k in (5, 10, 20):
     _m(f"ir.ndcg_at_{k}", "higher", "0-1", f"nDCG@{k} of the keep-first ranking, graded 0-3",
-       **({"gate": R, "margin": 0.03} if k == 10 else {}))
+       **({"gate": R, "margin": 0.03} if k == 10 else {}), **SHARE)
 for k in (5, 10):
-    _m(f"ir.mrr_at_{k}", "higher", "0-1", f"MRR@{k}: first item with grade >= 2")
+    _m(f"ir.mrr_at_{k}", "higher", "0-1", f"MRR@{k}: first item with grade >= 2", **SHARE)
     _m(f"ir.recall_at_{k}", "higher", "0-1",
-       f"Recall@{k} of items with grade >= 2 (0 when none is relevant, as ranx)")
+       f"Recall@{k} of items with grade >= 2 (0 when none is relevant, as ranx)", **SHARE)
 
 # -- exclusion prediction and keep-backs (§19.4-19.5) ---------------------------
 _m("feedback.exclusion_auc", "higher", "AUC 0-1",
    "exclusion prediction: AUC of the scorer's relevance for the main model's keep-backs, on "
    "the control's flush proposals shared by every variant", report=R, margin=0.02,
-   name="exclusion AUC")
+   name="exclusion AUC", **SHARE)
 _m("feedback.exclusion_rate", "lower", "share 0-1",
    "share of proposed candidates the main model kept back (fewer = better proposals)",
-   report=R, margin=0.02)
+   report=R, margin=0.02, **SHARE)
 _m("feedback.exclusion_rate.*", "lower", "share 0-1",
    "exclusion rate by zone or age bucket", per_case=False)
 _m("feedback.reference_flushes", "none", "count",
@@ -75,10 +80,10 @@ _m("tier2.hard_ceiling_overrides", "lower", "count",
 # -- §20.2 case outcomes ---------------------------------------------------------
 _m("summary.pass", "higher", "share 0-1",
    "case passed its expected mode (errors count as not passed, skipped cases not at all)",
-   gate=BOTH, margin=0.05, name="pass rate", run_key="summary.pass_rate")
+   gate=BOTH, margin=0.05, name="pass rate", run_key="summary.pass_rate", **PASS_FAIL)
 _m("summary.error", "lower", "share 0-1",
    "case ended in error or timeout; a variant with more errors than the control never ships",
-   gate=BOTH, margin=0.0, name="error rate", run_key="summary.error_rate")
+   gate=BOTH, margin=0.0, name="error rate", run_key="summary.error_rate", **PASS_FAIL)
 _m("summary.pass_rate", "higher", "share 0-1", "passed / judged cases of the run", per_case=False,
    name="pass rate")
 _m("summary.error_rate", "lower", "share 0-1", "errored or timed-out cases / cases",
@@ -90,19 +95,19 @@ _m("summary.cases_completed", "none", "count", "cases that ran without error", p
 _m("summary.mean_latency_ms", "lower", "ms", "mean case latency", per_case=False)
 _m("summary.p95_latency_ms", "lower", "ms", "95th percentile case latency", per_case=False)
 _m("summary.total_token_cost", "lower", "tokens", "LLM tokens of the run", per_case=False)
-_m("latency_ms", "lower", "ms", "a case's wall time (BenchmarkResult.latency_ms)")
-_m("token_cost", "lower", "tokens", "a case's LLM tokens (BenchmarkResult.token_cost)")
-_m("llm_judge_score", "higher", "0-1", "a case's judge score (BenchmarkResult.llm_judge_score)")
+_m("latency_ms", "lower", "ms", "a case's wall time (BenchmarkResult.latency_ms)", **AMOUNT)
+_m("token_cost", "lower", "tokens", "a case's LLM tokens (BenchmarkResult.token_cost)", **AMOUNT)
+_m("llm_judge_score", "higher", "0-1", "a case's judge score (BenchmarkResult.llm_judge_score)", **SHARE)
 
 # -- compression probes and the judge (seed 004) ------------------------------
 _m("probe.overall", "higher", "score 0-5", "unweighted mean of the six rubric dimensions",
-   gate=P, margin=0.25, name="probe score")
+   gate=P, margin=0.25, name="probe score", **SCORE)
 for dim in ("accuracy", "context_awareness", "artifact_trail", "completeness", "continuity",
             "instruction_following"):
     _m(f"probe.dim.{dim}", "higher", "score 0-5", f"rubric dimension {dim.replace('_', ' ')}",
-       report=P, margin=0.25)
-_m("probe.type.*", "higher", "score 0-5", "overall score of one probe type")
-_m("probe.compression_ratio", "higher", "ratio", "tokens before / after compression", report=P)
+       report=P, margin=0.25, **SCORE)
+_m("probe.type.*", "higher", "score 0-5", "overall score of one probe type", **SCORE)
+_m("probe.compression_ratio", "higher", "ratio", "tokens before / after compression", report=P, **AMOUNT)
 _m("probe.tokens_before", "none", "tokens", "window tokens before a compression")
 _m("probe.tokens_after", "none", "tokens",
    "window tokens after a compression (read it with the probe scores, not alone)")
@@ -147,7 +152,7 @@ for name, unit, meaning in (("calls", "count", "model calls"), ("retries", "coun
        per_case=False, billing=True)
 _m("llm.overhead.cost_usd_simulated", "none", "usd (simulated)",
    "llm.overhead.cost_usd of a simulated run: what those calls would have cost; nothing was spent",
-   per_case=False)
+   per_case=False, billing=True)
 
 # -- calibration ------------------------------------------------------------------
 _m("calibration.candidates", "none", "count", "feedback candidates the calibration fit used",

@@ -88,14 +88,19 @@ def markdown() -> str:
              "Generated from the metric registry (`silas_exp/metrics/catalog.py`) by "
              "`python scripts/metrics_doc.py`; a test keeps it in step. *Gated* says which suite "
              "kinds' ablations gate on the metric by default; the margin is the largest loss a "
-             "non-inferiority verdict still accepts (`analysis.margins.<key>` overrides it).", "",
-             "| key | better | unit | gated | margin | per case | meaning |",
-             "|---|---|---|---|---|---|---|"]
+             "non-inferiority verdict still accepts (`analysis.margins.<key>` overrides it; a relative "
+             "one is fixed once per study, docs/analysis.md). *Kind* picks the paired interval "
+             "(`silas_exp/stats/intervals.py`): pass/fail, a score in its bounds, or an amount "
+             "(no upper bound; also what an undeclared kind is read as).", "",
+             "| key | better | unit | kind | gated | margin | per case | meaning |",
+             "|---|---|---|---|---|---|---|---|"]
     for s in all_specs():
         margin = "" if s.margin is None else (
             f"{s.margin:g}" + (" × control mean" if s.margin_kind == "relative" else ""))
         better = {"higher": "higher", "lower": "lower"}.get(s.direction, "—")
-        lines.append(f"| `{s.key}` | {better} | {s.unit} | {', '.join(s.gate)} | {margin} | "
+        kind = {"pass_fail": "pass/fail", "amount": "amount", None: ""}.get(
+            s.kind, f"score in [{s.bounds[0]:g}, {s.bounds[1]:g}]" if s.bounds else "")
+        lines.append(f"| `{s.key}` | {better} | {s.unit} | {kind} | {', '.join(s.gate)} | {margin} | "
                      f"{'yes' if s.per_case else 'no'} | {s.meaning} |")
     return "\n".join(lines) + "\n"
 

@@ -11,6 +11,9 @@ from typing import Literal
 Direction = Literal["higher", "lower", "none"]
 SuiteKind = Literal["replay", "probe", "mixed"]  # mixed: replay and probe cases in one suite
 MarginKind = Literal["absolute", "relative"]
+# what kind of values a metric has, which picks its paired interval (silas_exp.stats.intervals):
+# 0/1 per case run, a score in known bounds, or an amount (counts, tokens, ratios: no upper bound)
+IntervalKind = Literal["pass_fail", "bounded", "amount"]
 
 _KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?$")
 
@@ -29,6 +32,9 @@ class MetricSpec:
     # as "no worse"; relative margins are a share of the control's mean
     margin: float | None = None
     margin_kind: MarginKind = "absolute"
+    # the kind of its values and, for a bounded one, the bounds; None: treated as an amount
+    kind: IntervalKind | None = None
+    bounds: tuple[float, float] | None = None
     per_case: bool = True  # has a value per case (can be paired), else run-level only
     # how the answers were obtained and what that was billed (an API call or the response
     # cache, a prompt-cache write or read, a retry): which call reaches the API or the cache
@@ -47,6 +53,8 @@ class MetricSpec:
             raise ValueError(f"metric key {self.key!r} must be dotted lowercase [a-z0-9_] parts")
         if self.gate and (self.direction == "none" or self.margin is None):
             raise ValueError(f"{self.key}: a gated metric needs a direction and a margin")
+        if (self.kind == "bounded") != (self.bounds is not None):
+            raise ValueError(f"{self.key}: bounds go with kind='bounded' (and it needs them)")
 
     @property
     def higher_is_better(self) -> bool:
@@ -56,6 +64,10 @@ class MetricSpec:
         if self.margin is None:
             return float("nan")
         return self.margin * abs(control_mean) if self.margin_kind == "relative" else self.margin
+
+    @property
+    def interval_kind(self) -> IntervalKind:
+        return self.kind or "amount"
 
     def arrow(self) -> str:
         return {"higher": "higher is better", "lower": "lower is better"}.get(self.direction,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from statistics import fmean, pvariance
+from statistics import fmean, pvariance, variance
 from typing import Protocol
 
 import numpy as np
@@ -41,7 +41,7 @@ from silas_exp.facts.fact import FILES, TECHNICAL, Fact, parse_answer
 from silas_exp.llm.base import LLMRequest, Message
 from silas_exp.llm.simulated import register_responder
 from silas_exp.plugins import Kind, Registry
-from silas_exp.probes.rubric import CRITERIA, VERSION, rubric_text
+from silas_exp.probes.rubric import CRITERIA, VERSION, overall_score, rubric_text
 from silas_exp.probes.schema import ProbeSpec
 
 JUDGE_SCHEMA = {
@@ -64,6 +64,11 @@ class JudgeSettings(BaseModel):
     name: str = "offline"
     kind: str = "offline"  # a judge kind: built-in offline / llm, or a plug-in's
     repeats: int = Field(default=1, ge=1)
+    # repeat only where the grade is unstable: a probe gets ``repeats`` gradings when the
+    # last probe of its type in the same case, graded more than once, varied (its overall
+    # grade's variance over gradings at least ``unstable_variance``), else one
+    unstable_only: bool = False
+    unstable_variance: float = Field(default=0.05, ge=0.0)
     human_labels: str | None = None  # JSON: [{"probe_id", "criterion_id", "score"}]
     kappa_floor: float = Field(default=0.4, ge=-1.0, le=1.0)
     version: str = VERSION
@@ -182,6 +187,19 @@ class ModelJudge:
     def __init__(self, settings: JudgeSettings, granted) -> None:
         self.s, self.llm = settings, granted.llm
         self.model_id, self.namespace = granted.model_id, granted.namespace
+        # probe type -> the overall grade's variance over the gradings of the last
+        # probe of that type graded more than once (one judge per case)
+        self._spread: dict[str, float] = {}
+
+    def gradings(self, probe: ProbeSpec) -> int:
+        """How many gradings ``probe`` gets. With ``unstable_only``, a probe
+        whose type was stable in this case gets one: the rule reads another
+        probe's gradings, never this one's, so its mean stays unbiased
+        (silas_exp.stats.repeats); the first probe of a type gets them all."""
+        last = self._spread.get(probe.type)
+        if not self.s.unstable_only or last is None or last >= self.s.unstable_variance:
+            return self.s.repeats
+        return 1
 
     def _llm_once(self, probe: ProbeSpec, answer: str, ns: str) -> Grade:
         request = judge_request(probe, answer, self.model_id)
@@ -197,10 +215,13 @@ class ModelJudge:
 
     def grade(self, probe: ProbeSpec, answer: str) -> Grade:
         grades = [self._llm_once(probe, answer, f"{self.namespace}/{probe.probe_id}/j{k}")
-                  for k in range(self.s.repeats)]
+                  for k in range(self.gradings(probe))]
         scores = {c: fmean(g.scores[c] for g in grades) for c in probe.criteria}
-        variance = {c: pvariance([g.scores[c] for g in grades]) for c in probe.criteria}
-        return Grade(scores, grades[0].reasoning, variance)
+        if len(grades) < 2:  # one grading says nothing of the judge's variance
+            return Grade(scores, grades[0].reasoning)
+        self._spread[probe.type] = variance([overall_score(g.scores) for g in grades])
+        spread = {c: pvariance([g.scores[c] for g in grades]) for c in probe.criteria}
+        return Grade(scores, grades[0].reasoning, spread)
 
 
 JUDGES.register("offline", JudgeSettings, description="deterministic grading from ground truth "

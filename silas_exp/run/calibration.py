@@ -12,7 +12,7 @@ import numpy as np
 
 from silas_exp.config import ExperimentConfig
 from silas_exp.data.suites.loader import LoadedSuite, replay_size
-from silas_exp.errors import RunError
+from silas_exp.errors import SuiteError
 from silas_exp.eviction.base import STRATEGIES
 from silas_exp.feedback.calibration import Calibration, ExclusionRates, Rate, calibrate
 from silas_exp.feedback.store import FeedbackStore
@@ -22,6 +22,7 @@ from silas_exp.run.assemble import JobParts, JobSpec
 from silas_exp.run.case_replay import replay_case
 from silas_exp.run.failures import FailureLog
 from silas_exp.run.inflight import in_case_order
+from silas_exp.run.suite_needs import no_calibration_cases
 from silas_exp.scorers.base import SCORERS, CalibrationSpec, calibration_spec
 from silas_exp.scorers.heuristic import HeuristicSettings
 
@@ -35,8 +36,11 @@ def _calibration_key(cfg: ExperimentConfig, loaded: LoadedSuite, job: JobSpec,
                      spec: CalibrationSpec) -> str:
     """Everything the calibration result depends on, the code and the suite's
     files included; variants A and B of one repeat share it, so a sweep
-    computes it once per repeat and process (once at all, from the disk cache)."""
+    computes it once per repeat and process (once at all, from the disk cache).
+    The backend that answers its replays is part of it: a dry run (simulated
+    answers for a real model) never hands its fit to the real run."""
     parts = {
+        "llm": [cfg.llm.backend, cfg.llm.base_url],
         "suite": [loaded.suite.suite_id, loaded.suite.version, str(loaded.root)],
         "base": spec.base.model_dump(), "explore": spec.explore_rate, "l2": spec.l2,
         "model": cfg.model.model_dump(), "eviction": cfg.eviction.model_dump(),
@@ -99,11 +103,8 @@ def _calibration_from_json(data: dict) -> Calibration:
 def _fit_calibration(spec: CalibrationSpec, parts: JobParts, out_dir: Path) -> Calibration:
     cfg, loaded = parts.cfg, parts.loaded
     cases = loaded.calibration_cases
-    if not cases:
-        raise RunError(
-            f"scorer={cfg.scorer.name} needs calibration feedback but suite {loaded.suite.name!r} "
-            "has no cases tagged 'calibration'. Add some (see suites/default) or pick scorer=heuristic."
-        )
+    if not cases:  # found before the job by the pre-flight; here for run_job called directly
+        raise SuiteError(f"scorer={cfg.scorer.name}: {no_calibration_cases(loaded)}")
     base = spec.base
     store = FeedbackStore(out_dir / "calibration_feedback.sqlite", fresh=True)
     cal_cfg = cfg.model_copy(update={"eviction": cfg.eviction.model_copy(

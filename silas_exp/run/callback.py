@@ -70,16 +70,26 @@ def new_manifest(config: DictConfig, cfg: ExperimentConfig | None) -> SweepManif
 _SUITE_KEYS = ("suite", "experiment", "paths")
 
 
-def check_suite(cfg: ExperimentConfig | None, swept: list[str]) -> None:
+# sweepers that check every job and its suite before the first (run/preflight.py) and
+# give the sweep's folder back when they refuse it
+PREFLIGHT_SWEEPERS = ("silas_sweeper",)
+
+
+def check_suite(cfg: ExperimentConfig | None, swept: list[str], preflight: bool = False) -> None:
     """Load the sweep's suite once here when every job has the same one: a
     broken suite file stops the sweep before any job, with one message (not
     one per worker) and exit 2. Jobs in this process, or forked from it, reuse
-    the loaded suite (``load_suite_cached``)."""
+    the loaded suite (``load_suite_cached``). Under a sweeper with a
+    pre-flight (``preflight``), a broken suite is left to it, which reports
+    it with every other problem of the sweep (what a variant needs of the
+    suite, a bad value)."""
     if cfg is None or any(key.split(".")[0] in _SUITE_KEYS for key in swept):
         return
     try:
         load_suite_cached(cfg.suite.path)
     except SuiteError as exc:
+        if preflight:
+            return
         report(exc, "bad input")
         raise Reported(exc) from None
 
@@ -113,8 +123,9 @@ class SweepCallback(Callback):
         except TrackingError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise Reported(exc) from None
-        check_suite(cfg, manifest.swept_keys)
-        extends = "silas_tune" in str(config.hydra.sweeper.get("_target_", ""))  # more trials
+        sweeper = str(config.hydra.sweeper.get("_target_", ""))
+        check_suite(cfg, manifest.swept_keys, any(name in sweeper for name in PREFLIGHT_SWEEPERS))
+        extends = "silas_tune" in sweeper  # more trials
         if cfg is not None and cfg.resume and not holds(sweep_dir, manifest.command_key):
             done = tracker.finished_sweep(manifest.command_key)  # resumed from elsewhere
             if done is not None:

@@ -26,6 +26,7 @@ from silas_exp.records import (
 from silas_exp.run import console, gc_policy
 from silas_exp.run.calibration import calibration_to_json
 from silas_exp.run.job import JobOutcome, JobSpec, make_job, run_job
+from silas_exp.run.suite_needs import checked_suite
 from silas_exp.tracking.tracker import Tracker, make_tracker
 from silas_exp.variants import variant_name
 
@@ -34,15 +35,21 @@ def warm_up() -> None:
     """Import in the launching process what a job imports on first use (scipy's
     stats and optimize: ~0.5 s of CPU each), and load the compiled replay loop
     (numba and the loop's machine code: ~0.5 s from numba's cache; on a
-    machine's first run it compiles, ~40 s of CPU, once here instead of in every
-    worker). The default launcher calls this before it forks its workers
-    (``hydra.launcher.before_fork``), so they start with them; the end of the
-    sweep needs scipy.stats anyway."""
+    machine's first run it compiles, ~40 s of CPU, once, in the process the
+    sweep started for it at its start: ``two_tier.ahead``). While that compile
+    runs, the report's imports are made here too (matplotlib builds its font
+    list on a first run). The default launcher calls this before it forks its
+    workers (``hydra.launcher.before_fork``), so they start with them; the end
+    of the sweep needs scipy.stats anyway."""
     import scipy.optimize  # noqa: F401
     import scipy.stats  # noqa: F401
 
-    from silas_exp.eviction.two_tier import compiled
+    from silas_exp.eviction.two_tier import ahead, compiled
 
+    if ahead.compiling():
+        from silas_exp.run.sweep_end import prepare
+
+        prepare()
     compiled.warm_up()
 
 
@@ -100,7 +107,8 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
     manifest = read_manifest(out_dir.parent) if multirun else None
     job = job_spec(cfg, task_overrides, manifest)
     label = console.job_label(job, multirun, job_num)
-    loaded = load_suite_cached(cfg.suite.path)
+    # a sweep's pre-flight checked what its jobs need of their suites before the first
+    loaded = load_suite_cached(cfg.suite.path) if multirun else checked_suite(cfg)
     tracker = make_tracker(cfg)
     if cfg.resume and manifest is not None:
         done = tracker.find_finished_job(manifest, cfg.variant_hash(), job.repeat,

@@ -2,7 +2,9 @@
 
 * A study that completed exits 0 whatever its verdicts, unless the config
   asks for a gate: ``fail_on=[do_not_ship]`` (or ``[do_not_ship,inconclusive]``)
-  exits 1 when a variant got one of those verdicts, for CI.
+  exits 1 when a variant got one of those verdicts, for CI; ``warning`` in the
+  list exits 1 when a variant ships with a warning line (what the rule lets
+  through: worse within a margin, pass → fail beyond noise).
 * A case that errored from code — an exception, or a scorer or strategy that
   broke its contract (``run/failures.py`` counts them per cause; a model call
   that failed for good after its retries is not one) — exits 1 by default,
@@ -84,10 +86,23 @@ def verdicts(end: SweepEnd) -> dict[str, str]:
             if tag.startswith(VERDICT_TAG)}
 
 
+def warned(end: SweepEnd) -> set[str]:
+    """Variants that ship with a warning (analysis.let_through): the statistics
+    table's ``warnings`` column counts them."""
+    for table in end.tables.values():
+        if "variant" in table and "warnings" in table:
+            return {v for v, n in zip(table["variant"], table["warnings"], strict=True) if n}
+    return set()
+
+
 def gate_failures(end: SweepEnd, fail_on: Iterable[str]) -> dict[str, str]:
-    """variant -> verdict, for the verdicts ``fail_on`` names."""
+    """variant -> verdict, for the verdicts ``fail_on`` names (``warning``: a
+    variant that ships with a warning line)."""
     asked = set(fail_on)
-    return {v: verdict for v, verdict in verdicts(end).items() if verdict in asked}
+    out = {v: verdict for v, verdict in verdicts(end).items() if verdict in asked}
+    if "warning" in asked:
+        out.update({v: "ship with a warning" for v in warned(end) if v not in out})
+    return out
 
 
 def after_sweep(sweep_dir: Path, cfg: ExperimentConfig | None, end: SweepEnd) -> None:

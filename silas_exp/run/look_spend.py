@@ -1,5 +1,7 @@
 """What a sequential study's model calls cost, look by look, and what
-stopping early saved against running every variant on the whole pool.
+stopping early saved against running every variant on the whole pool; and,
+for a study that carried a plan (``plan.json``, silas_exp.plan), that plan
+beside what the study spent.
 
 From the job records alone (variant, block, metrics): a job's spend is its own
 calls and those it made only to measure (``console.spend``). A look after
@@ -11,11 +13,14 @@ per block (its repeats included) times the pool's blocks.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from silas_exp.analysis.planned import PLAN_TABLE, Plan, comparison_lines, comparison_table
 from silas_exp.run.console import spend
 
 SPEND_TABLE = "llm_spend_per_look.json"  # the parent run's table (MLflow's log_table: .json)
@@ -122,3 +127,42 @@ def sweep_spend(sweep_dir: Path, model_backend: str | None,
         looks = [pool]
     result = study_spend(jobs, looks, pool)
     return result if result.usd > 0 else None
+
+
+# -- a study's spend against its plan (plan.json, made before its first call) ------------
+def actual(sweep_dir: Path, records: Sequence[Any], started_at: float) -> dict[str, float]:
+    """What the study spent: from its finished jobs' records and its own clock."""
+    done = [r for r in records if r.status == "finished"]
+    spent = [spend(r.metrics) for r in done]
+    return {"cases": float(_pool_cases_drawn(sweep_dir, done)),
+            "case_runs": float(sum(r.metrics.get("summary.cases", 0.0) for r in done)),
+            "calls": float(sum(s[0] for s in spent)), "usd": float(sum(s[2] for s in spent)),
+            "minutes": (time.time() - started_at) / 60.0 if started_at else 0.0}
+
+
+def _pool_cases_drawn(sweep_dir: Path, done: Sequence[Any]) -> int:
+    from silas_exp.study.state import AdaptiveState
+
+    state = AdaptiveState.read(sweep_dir)
+    blocks = {r.block for r in done}
+    if state is None or state.unit != "block":
+        return int(max((r.metrics.get("summary.cases", 0.0) for r in done), default=0))
+    size, pool = state.cases_per_block or 0, state.pool_cases or 0
+    return min(len(blocks) * size, pool)
+
+
+def plan_against_actual(sweep_dir: Path, records: Sequence[Any], started_at: float
+                        ) -> tuple[list[str], dict[str, dict[str, list]], str] | None:
+    """(console lines, the parent run's table, a description paragraph) when
+    the study carried a plan; None otherwise."""
+    plan = Plan.read(sweep_dir)
+    if plan is None:
+        return None
+    spent = actual(sweep_dir, records, plan.written_at or started_at)
+    lines = comparison_lines(plan, spent)
+    description = "\n".join(["", "**Plan against actual**", "",
+                             "| figure | plan: median [80 % range] | actual |", "|---|---|---|"]
+                            + [f"| {line.split(':', 1)[0].strip()} | "
+                               f"{line.split(':', 1)[1].split('→')[0].strip()} | "
+                               f"{line.split('→')[1].strip()} |" for line in lines[1:]])
+    return lines, {PLAN_TABLE: comparison_table(plan, spent)}, description

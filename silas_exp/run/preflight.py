@@ -6,7 +6,9 @@ the start of its ``sweep()``. Every distinct job of the sweep — every option
 of every swept group, the control the sweep adds, every value of every swept
 setting, built-in or a plug-in's — is composed through the sweeper's own
 config loader and validated as the job would validate it
-(``silas_exp.config.validate``); every suite the jobs read is loaded. So a
+(``silas_exp.config.validate``); every suite the jobs read is loaded, and
+what each job needs of its suite is checked (``run/suite_needs.py``: the
+cases a calibrated scorer fits on). So a
 bad value of the second variant stops the sweep before the first job, not
 after it. Jobs that differ only in their ``repeat`` or ``block`` are checked
 once (the first repeat stands for the others). All problems are reported together, each with the variants it breaks:
@@ -76,15 +78,21 @@ def sweep_jobs(params: Mapping[str, Any], arguments: Sequence[str], loader: Any,
 
 def check_jobs(config: Any, loader: Any, jobs: Iterable[Sequence[str]],
                label: Callable[[Sequence[str]], str]) -> None:
-    """Compose and validate every job as it would run, and load every suite they
-    read; raise one error naming every problem and the jobs it breaks."""
+    """Compose and validate every job as it would run, load every suite they
+    read and check what each job needs of its suite (``run/suite_needs.py``);
+    raise one error naming every problem and the jobs it breaks."""
     from omegaconf import OmegaConf
 
     from silas_exp.config import validate
     from silas_exp.data.suites.memo import load_suite_cached
+    from silas_exp.run.suite_needs import suite_needs
 
     problems: dict[str, tuple[SilasExpError, list[str]]] = {}
-    suites: dict[str, list[str]] = {}
+
+    def found(exc: SilasExpError, names: list[str], text: str | None = None) -> None:
+        problems.setdefault(text or str(exc), (exc, []))[1].extend(names)
+
+    suites: dict[str, list[tuple[str, Any]]] = {}
     for job in jobs:
         name = label(job)
         try:
@@ -99,20 +107,38 @@ def check_jobs(config: Any, loader: Any, jobs: Iterable[Sequence[str]],
                 raise (ours if isinstance(ours, SilasExpError)
                        else hydra_error_to_config_error(exc)) from None
             cfg = validate(raw)  # type: ignore[arg-type]
-            suites.setdefault(cfg.suite.path, []).append(name)
+            suites.setdefault(cfg.suite.path, []).append((name, cfg))
         except SilasExpError as exc:
-            problems.setdefault(str(exc), (exc, []))[1].append(name)
-    for path, names in suites.items():
+            found(exc, [name])
+    for path, configs in suites.items():
         try:
-            load_suite_cached(path)
+            loaded = load_suite_cached(path)
         except SuiteError as exc:
-            problems.setdefault(str(exc), (exc, []))[1].extend(names)
+            for text in exc.problems:  # each of the suite's problems on its own line
+                found(exc if len(exc.problems) == 1 else SuiteError(text),
+                      [n for n, _ in configs], text)
+            loaded = exc.partial  # every case read: what the jobs need of it is checked too
+        if loaded is None:
+            continue
+        for name, cfg in configs:
+            try:
+                needs = suite_needs(cfg, loaded)
+            except SilasExpError as exc:
+                found(exc, [name])
+                continue
+            for text in needs:
+                found(SuiteError(text), [name])
     if problems:
         raise _one_error(list(problems.values()))
 
 
+DEFAULTS = "(the defaults)"  # the label of a job that sets none of the swept keys
+
+
 def _jobs_text(names: list[str]) -> str:
     names = list(dict.fromkeys(names))
+    if names == [DEFAULTS]:
+        return "the sweep's one job"
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     return f"the sweep's {'job' if len(names) == 1 else 'jobs'} {shown}"
 
@@ -131,7 +157,7 @@ def _one_error(found: list[tuple[SilasExpError, list[str]]]) -> SilasExpError:
 def _variant(swept: set[str]) -> Callable[[Sequence[str]], str]:
     def label(job: Sequence[str]) -> str:
         parts = [o.lstrip("+~") for o in job if _key(o) in swept]
-        return ",".join(parts) or "(the defaults)"
+        return ",".join(parts) or DEFAULTS
 
     return label
 
@@ -156,6 +182,12 @@ def check_sweep(sweeper: Any, arguments: Sequence[str]) -> list[list[str]]:
             values.setdefault(_key(override), set()).add(override)
     swept = {key for key, seen in values.items()
              if len(seen) > 1 or any(key not in {_key(o) for o in job} for job in jobs)}
+    if not swept:  # one job: named by the options it chooses that make a variant (scorer=weights)
+        from silas_exp.variants import NOT_VARIANT
+
+        repository = getattr(loader, "repository", None)
+        swept = {key for key in values if repository is not None and repository.group_exists(key)
+                 and not key.startswith(NOT_VARIANT)}
     check_jobs(config, loader, jobs, _variant(swept))
     log.info(f"Pre-flight: {len(jobs)} distinct job config(s) of the sweep composed, validated and "
              f"their suites loaded in {time.perf_counter() - tic:.2f} s")

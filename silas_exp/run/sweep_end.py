@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from silas_exp.analysis.planned import PLAN_FILE
 from silas_exp.analysis.summary import JobRecord, failures, read_job_records, variant_table
 from silas_exp.config import ExperimentConfig
 from silas_exp.errors import SilasExpError
 from silas_exp.records import ADAPTIVE_FILE, MANIFEST_FILE, SweepEnd, read_manifest, write_sweep_end
 from silas_exp.run.console import spend
-from silas_exp.run.look_spend import SPEND_TABLE, sweep_spend
+from silas_exp.run.look_spend import SPEND_TABLE, plan_against_actual, sweep_spend
 from silas_exp.tune.record import is_study
 
 if TYPE_CHECKING:  # the analysis imports scipy and matplotlib: only when a sweep has two variants
@@ -27,7 +28,8 @@ if TYPE_CHECKING:  # the analysis imports scipy and matplotlib: only when a swee
 
 SUMMARY_FILE = "summary.md"
 ABLATION_FILE, ABLATION_DIR = "ablation.md", "ablation"  # as analysis.pipeline writes them
-PARENT_FILES = (SUMMARY_FILE, MANIFEST_FILE, ABLATION_FILE, ADAPTIVE_FILE)  # on the parent run
+PARENT_FILES = (SUMMARY_FILE, MANIFEST_FILE, ABLATION_FILE, ADAPTIVE_FILE,  # on the parent run
+                PLAN_FILE)
 
 
 @dataclass
@@ -48,7 +50,7 @@ def end_of_sweep(sweep_dir: Path, cfg: ExperimentConfig | None) -> SweepOutcome:
     failed: list[str] = []
     report: ParentReport | None = None
     broken: BaseException | None = None
-    spent = None
+    spent = against = None
     try:
         records = read_job_records(sweep_dir)
         failed, report = summarise(sweep_dir, cfg, records)
@@ -56,6 +58,9 @@ def end_of_sweep(sweep_dir: Path, cfg: ExperimentConfig | None) -> SweepOutcome:
                             [(r.variant, r.block, r.metrics) for r in records if r.status == "finished"])
         if spent is not None:  # calls and cost per look, and what stopping early saved
             print("\n" + "\n".join(spent.lines()))
+        against = plan_against_actual(sweep_dir, records, _started(sweep_dir))
+        if against is not None:  # the study carried a plan: set it beside what was spent
+            print("\n" + "\n".join(against[0]))
     except Exception as exc:  # reported here and fails the command, never swallowed
         broken = exc
         print(f"error: end-of-sweep summary failed: {type(exc).__name__}: {exc}\n"
@@ -63,8 +68,16 @@ def end_of_sweep(sweep_dir: Path, cfg: ExperimentConfig | None) -> SweepOutcome:
     end = sweep_end_record(sweep_dir, len(records), len(failed), broken is not None, report)
     if spent is not None:
         end.tables[SPEND_TABLE] = spent.table()
+    if against is not None:
+        end.tables.update(against[1])
+        end.description = (end.description or "") + against[2]
     write_sweep_end(sweep_dir, end)
     return SweepOutcome(end, failed, broken)
+
+
+def _started(sweep_dir: Path) -> float:
+    manifest = read_manifest(sweep_dir)
+    return manifest.started_at if manifest else 0.0
 
 
 def sweep_end_record(sweep_dir: Path, jobs: int, failed_jobs: int, broken: bool,
@@ -166,10 +179,11 @@ def write_ablation(sweep_dir: Path, records: Sequence[JobRecord], cfg: Experimen
     try:
         data = load_sweep_dir(sweep_dir, Path(cfg.suite.path) if cfg else None)
         # each variant read at the confidence of the look it stopped at
-        settings, own, notes = read_as_decided(AdaptiveState.read(sweep_dir),
-                                               cfg.analysis if cfg else None)
+        state = AdaptiveState.read(sweep_dir)
+        settings, own, notes = read_as_decided(state, cfg.analysis if cfg else None)
         report = report_ablation(data, sweep_dir, settings, confidence_of=own, notes=notes,
-                                 appendix=sweep_markdown(sweep_dir))  # case errors by cause
+                                 appendix=sweep_markdown(sweep_dir),  # case errors by cause
+                                 pool_cases=state.pool_cases if state else None)
         parent = report.parent
         if data.control_arm is not None and report.result.control == data.control_arm.name:
             parent.tags.update(data.control_arm.tags())  # the study links to its baseline

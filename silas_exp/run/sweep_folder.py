@@ -164,8 +164,8 @@ def finished_result(folder: Path, manifest: SweepManifest) -> str:
              " jobs); nothing was run. Its result:"]
     if (folder / SUMMARY_FILE).is_file():
         lines += ["", (folder / SUMMARY_FILE).read_text().rstrip()]
-    if end is not None and end.description:
-        lines += ["", end.description.split("\n\n")[0].strip("*")]
+    if end is not None and end.description:  # its decision, without the markdown's bold marks
+        lines += ["", end.description.split("\n\n")[0].replace("**", "")]
     if (folder / ABLATION_FILE).is_file():
         lines.append(f"  report: {folder / ABLATION_FILE}")
     lines.append("To run it again as a new sweep, drop resume=true and give another folder "

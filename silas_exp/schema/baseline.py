@@ -5,8 +5,8 @@ configuration (its Hydra overrides against the defaults, without the study's
 design: seeds, repeats, blocks, paths, tracking), the suite and its version,
 the code revision, the seeds, and every per-case result of every job of the
 promoted variant (all blocks and repeats). Pure data here: the promotion
-(silas_exp.tracking.baseline) writes it atomically, and
-silas_exp.analysis.baseline is its one reader (``read_baseline``), which also
+(silas_exp.gate.promote) writes it through a baseline store, and
+silas_exp.baselines is its one reader (``parse_baseline``), which also
 reads the first baselines (``first_format``).
 """
 
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from silas_exp.schema.benchmark import BenchmarkResult
 
 BASELINE_FILE = "baseline.json"
+CHECK_MARK = "**Regression check:"  # first line of a checked run's description
 HISTORY_FILE = "baseline_history.jsonl"
 RECORD_VERSION = 2
 # overrides that set how and where a study runs (its design: seeds, repeats, blocks, the
@@ -104,9 +105,16 @@ class BaselineRecord(_Strict):
                 f"job(s)), seed {self.seed}, code {(self.git_revision or 'unknown')[:12]}")
 
 
+def promotion_entry(record: BaselineRecord, replaced: list[str]) -> dict[str, Any]:
+    """A promotion as its history records it (``replaced``: the runs it demoted)."""
+    return {"action": "promote", "run_id": record.source_run_id, "variant": record.variant,
+            "overrides": record.overrides, "sweep_id": record.sweep_id,
+            "promoted_at": record.promoted_at, "by": record.promoted_by, "replaced": replaced}
+
+
 def read_history(suite_dir: Path | str) -> list[dict[str, Any]]:
     """The suite's promotions and demotions, oldest first (``baseline_history.jsonl``,
-    one JSON object a line, appended by silas_exp.tracking.baseline). A line
+    one JSON object a line, appended by silas_exp.baselines). A line
     that is not a whole JSON object (an append cut short) is left out."""
     path = Path(suite_dir) / HISTORY_FILE
     if not path.is_file():

@@ -78,7 +78,8 @@ SCORERS = Registry(
 def register_scorer(name: str, settings: type[ScorerSettings], *, needs: Iterable[str] = (),
                     description: str = "", reference: bool = False,
                     calibration: Callable[[Any], CalibrationSpec] | None = None,
-                    linear: bool = False, stateless: bool = False) -> Callable:
+                    linear: bool = False, stateless: bool = False, online: bool = False,
+                    array_scores: bool = False) -> Callable:
     """Register a built-in scorer kind. ``calibration`` (with ``needs`` holding
     "calibration") maps the kind's settings to its :class:`CalibrationSpec`.
     ``linear``: the kind's scores are ``linear_scores(items, turn, scorer.weights)``
@@ -86,10 +87,18 @@ def register_scorer(name: str, settings: type[ScorerSettings], *, needs: Iterabl
     with those weights itself). ``stateless``: ``score`` depends only on its
     items and turn, whatever was scored or observed before, and may be called
     from two threads at once (a case's replay scores the reference's
-    candidates beside its own steps)."""
+    candidates beside its own steps). ``online``: the scores are
+    ``linear_scores`` with ``scorer.weights``, which ``observe`` refits as
+    ``OnlineScorer.observe`` does (its ``settings``: ``window``,
+    ``update_every``, ``min_records``; ``refit(X, y)``; ``restore(X, y, seen)``).
+    ``array_scores``: the scorer has ``array_scorer(ctx_ids, zones, kinds,
+    statuses, relevances, completed, snippets)``, which returns None or a
+    function scoring items given as rows of those columns with their state
+    (rows, tokens, masked, active, last reference, turn) exactly as ``score``
+    scores them (a strategy's compiled replay may ask it for Tier 2's scores)."""
     return SCORERS.register(name, settings, needs=needs, description=description,
                             reference=reference, calibration=calibration, linear=linear,
-                            stateless=stateless)
+                            stateless=stateless, online=online, array_scores=array_scores)
 
 
 def scorer_kind(name: str, settings: type[ScorerSettings], factory: Callable[[Any, Any], Scorer], *,

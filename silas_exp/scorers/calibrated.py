@@ -61,12 +61,27 @@ class OnlineScorer(LinearScorer):
             self._y.append(float(label))
         self._seen += 1
         if self._seen % self.settings.update_every == 0 and len(self._y) >= self.settings.min_records:
-            self.weights = fit_logistic(
-                np.vstack(self._X), np.array(self._y), self.weights, l2=self.settings.l2, max_iter=50
-            )
-            self.updates += 1
+            self.refit(np.vstack(self._X), np.array(self._y))
+
+    def refit(self, X: np.ndarray, y: np.ndarray) -> None:
+        """One adjustment: the weights refitted on the rolling window's rows
+        ``X`` and labels ``y`` (oldest first), shrunk toward the current weights."""
+        self.weights = fit_logistic(X, y, self.weights, l2=self.settings.l2, max_iter=50)
+        self.updates += 1
+
+    def restore(self, X: np.ndarray, y: np.ndarray, seen: int) -> None:
+        """The rolling window and the count of observations as ``observe`` would
+        have left them (a compiled replay observes on its own arrays)."""
+        self._X.clear()
+        self._y.clear()
+        self._X.extend(X.copy())
+        self._y.extend(y.tolist())
+        self._seen = seen
 
 
-@register_scorer("online", OnlineSettings, description="variant C: online auto-adjustment")
+# online: a strategy's compiled replay may observe and score on its own arrays, refitting
+# through ``refit`` (traits: silas_exp.scorers.base.register_scorer)
+@register_scorer("online", OnlineSettings, online=True,
+                 description="variant C: online auto-adjustment")
 def _build_online(settings: OnlineSettings, ctx: ScorerContext) -> OnlineScorer:
     return OnlineScorer(settings)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
@@ -127,6 +128,9 @@ class PromptScorer:
         self.guidance = list(ctx.calibration.guidance) if ctx.calibration is not None else []
 
     def score(self, items: Sequence[LiveItem], turn: int) -> dict[str, float]:
+        answered = self._in_process(items, turn)
+        if answered is not None:
+            return answered
         template: PromptSettings = self.ctx.prompt
         request = LLMRequest(
             task="scorer", model=self.model_id, system=template.system, cache_system=True,
@@ -149,9 +153,50 @@ class PromptScorer:
     def observe(self, items: Sequence[LiveItem], excluded: Sequence[bool], turn: int) -> None:
         return None
 
+    def _in_process(self, items: Sequence[LiveItem], turn: int) -> dict[str, float] | None:
+        """``score``'s answer computed in this process, where the simulated
+        model answers inline (``prompt_inprocess.py``); None: ask the client."""
+        from silas_exp.scorers.prompt_inprocess import InProcess
 
+        sim = InProcess.for_scorer(self, sys.modules[__name__])
+        if sim.why_not() is not None:
+            return None
+        ids = [it.ctx_id for it in items]
+        if len(set(ids)) != len(ids):
+            return None
+        found = sim.live_rows(items)
+        if found is None:
+            return None
+        k = len(items)
+        r = sim.scores(*found, np.fromiter([it._tokens for it in items], np.int64, k),
+                       np.fromiter([it.masked for it in items], np.bool_, k),
+                       np.fromiter([it.active for it in items], np.bool_, k),
+                       np.fromiter([it.last_ref for it in items], np.int64, k), turn)
+        return dict(zip(ids, r.tolist(), strict=True))
+
+    def array_scorer(self, ctx_ids, zones, kinds, statuses, relevances, completed, snippets):
+        """``score`` of items given as rows of these columns (zones as text,
+        snippets as ``LiveItem.snippet``), with their state: a function of
+        (rows, tokens, masked, active, last reference, turn) returning the
+        relevances in row order, or None when the calls cannot be answered in
+        this process (then ``score`` asks the client)."""
+        from silas_exp.scorers.prompt_inprocess import InProcess
+
+        sim = InProcess.for_scorer(self, sys.modules[__name__])
+        if sim.why_not() is not None:
+            return None
+        table = sim.table(ctx_ids, zones, kinds, statuses, relevances, completed, snippets)
+        if table is None:
+            return None
+        sim.keep(table)  # the reference's candidates are scored from it too
+        return lambda rows, tok, masked, active, last_ref, turn: sim.scores(
+            table, rows, tok, masked, active, last_ref, turn)
+
+
+# array_scores: a strategy's compiled replay may ask array_scorer for Tier 2's scores
 @register_scorer(
     "prompt", PromptScorerSettings, needs={"llm", "prompt", "calibration"}, stateless=True,
+    array_scores=True,
     calibration=lambda s: CalibrationSpec(HeuristicWeights(), s.explore_rate, DEFAULT_L2),
     description="variant B: small-model scorer prompt with feedback-derived guidance",
 )

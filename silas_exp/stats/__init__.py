@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from silas_exp.stats.agreement import cohens_kappa
 from silas_exp.stats.bootstrap import BootstrapCI, cluster_bootstrap_ci
+from silas_exp.stats.intervals import Interval, disagreement_scale, paired_interval
 from silas_exp.stats.noninferiority import (
     MetricCall,
     Oriented,
@@ -42,9 +43,10 @@ _LAZY = {
 }
 
 __all__ = [
-    "BootstrapCI", "MetricCall", "Oriented", "Outcome", "SPRTResult", "TestResult", "Verdict",
-    "benjamini_hochberg", "cases_needed", "cluster_bootstrap_ci", "cohens_dz", "cohens_kappa",
-    "combine", "holm", "metric_call", "paired_permutation", "paired_power", "paired_t",
+    "BootstrapCI", "Interval", "MetricCall", "Oriented", "Outcome", "SPRTResult", "TestResult",
+    "Verdict", "benjamini_hochberg", "cases_needed", "cluster_bootstrap_ci", "cohens_dz",
+    "cohens_kappa", "combine", "disagreement_scale", "holm", "metric_call", "paired_interval",
+    "paired_permutation", "paired_power", "paired_t",
     "paired_wilcoxon", "required_n_paired", "sprt_run", "sprt_with_pilot", "verdict",
 ]
 

@@ -14,14 +14,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from silas_exp.analysis.ablation import AblationResult, ablation, suite_kind
+from silas_exp.analysis.ablation import AblationResult, ablation, pick_control, suite_kind
 from silas_exp.analysis.data import load_sweep_dir
+from silas_exp.analysis.margins import (
+    baseline_means,
+    control_means,
+    margins_from_means,
+    relative_metrics,
+)
 from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.baselines import read_baseline
 from silas_exp.errors import AnalysisError
 from silas_exp.metrics.registry import gated_for, spec
 from silas_exp.stats import MetricCall, Oriented, Outcome
 from silas_exp.stats.sequential import chances_at_max, decide_chances, futile, look_z
-from silas_exp.study.state import AdaptiveState
+from silas_exp.study.state import AdaptiveState, with_fixed_margins
 
 
 def _undecided(r: AblationResult, variant: str):
@@ -33,7 +40,9 @@ def _undecided(r: AblationResult, variant: str):
 
 
 def _needed(c) -> str:
-    return f"{c.metric} (≈ {c.n_needed or '?'} cases)"
+    from silas_exp.analysis.decision import needed_text
+
+    return f"{c.metric} ({needed_text(c.n_needed, c.pool_cases) if c.n_needed else 'no count'})"
 
 
 def _futile(r: AblationResult, data, variant: str, repeats_max: int) -> str | None:
@@ -85,21 +94,48 @@ def review(sweep_dir: Path, settings: AnalysisSettings, state: AdaptiveState, ro
     except AnalysisError:
         data = None  # nothing finished yet: look again after the next round
     if data is not None:
-        look_and_close(data, settings, state, round_)
+        look_and_close(data, settings, state, round_,
+                       read_baseline(suite_dir) if suite_dir and data.control_arm else None)
     state.looked.append(round_)
     state.write(sweep_dir)
     return state
 
 
-def look_and_close(data, settings: AnalysisSettings, state: AdaptiveState, round_: int
-                   ) -> AblationResult | None:
+def fix_margins(data, settings: AnalysisSettings, state: AdaptiveState, baseline=None) -> None:
+    """Fix the study's relative margins at its first look (silas_exp.analysis.margins):
+    from ``baseline`` (the suite's ``BaselineRecord``) when the control is its
+    arm, else from the control's mean at this look."""
+    try:
+        control, _ = pick_control(data, settings)
+    except AnalysisError:
+        return
+    metrics = relative_metrics()
+    arm = data.control_arm
+    if baseline is not None and arm is not None and control == arm.name == baseline.name:
+        means = baseline_means(baseline.jobs, metrics)
+        source = (f"the baseline's logged results ({len(baseline.cases())} cases, run "
+                  f"{baseline.source_run_id})")
+    else:
+        means = control_means(data, control, metrics)
+        n = max((len(j.cases) for j in data.jobs if j.variant == control), default=0)
+        source = f"the control's mean at the first look ({control}, {n} cases)"
+    state.margins = margins_from_means(means, settings)
+    state.margins_from = source
+
+
+def look_and_close(data, settings: AnalysisSettings, state: AdaptiveState, round_: int,
+                   baseline=None) -> AblationResult | None:
     """One look at ``data`` after ``round_`` rounds: the ablation at this look's
     confidence and the stopping rule (:func:`close_decided`); None when nothing
     can be compared yet."""
-    looked = settings.model_copy(update={"confidence": state.confidence_at(round_)})
-    try:  # a look needs the gated metrics only: the verdicts and futility read nothing else
+    if not state.margins_from:
+        fix_margins(data, settings, state, baseline)
+    looked = with_fixed_margins(state, settings).model_copy(
+        update={"confidence": state.confidence_at(round_)})
+    try:  # a look needs the gated metrics' verdicts only: futility reads nothing else
         result = ablation(data, looked, metrics=list(settings.gate) if settings.gate
-                          else gated_for(suite_kind(data)))
+                          else gated_for(suite_kind(data)), pool_cases=state.pool_cases,
+                          descriptive=False)
     except AnalysisError:
         return None  # e.g. nothing finished yet: look again after the next round
     close_decided(result, data, state, round_)

@@ -43,6 +43,8 @@ class Study:
     sweep_dir: Path
     suite_path: Path
     variants: dict[str, list[str]]
+    # its cases are paid for (a real model): the simulated twin corrects its looks
+    paid: bool = False
 
 
 def run_looks(state: AdaptiveState, variants: Mapping[str, Any],
@@ -129,19 +131,51 @@ def sequential_cases(study: Study, pool: Any, cases_per_block: int, seed: int, r
         return [[*job, f"repeat={r}", f"block={b}"] for r in range(repeats) for job in open_jobs]
 
     def make_cases(b: int) -> None:  # the block's pool cases, made in parallel, once
-        from silas_exp.data.suites.pool import materialize
+        from silas_exp.data.suites.pool import make_while, materialize
+        from silas_exp.eviction.two_tier import ahead
 
         if pool.loaded.pool is not None:
             ids = [pool.ids[i] for i in block_of(len(pool), b, size, seed)]
             made = materialize(pool.loaded.pool, ids)
             if made:
                 log.info(f"Generated {made} case(s) of block {b} of the pool")
+            if ahead.compiling():  # a core to spare until the loop is compiled: later cases now
+                later = [c for c in pool.loaded.pool.ids() if c in pool.loaded.calibration_ids] + [
+                    pool.ids[i] for c in range(b + 1, blocks) for i in block_of(len(pool), c, size, seed)]
+                made = make_while(pool.loaded.pool, later, ahead.compiling)
+                if made:
+                    log.info(f"Generated {made} later case(s) of the pool while the replay loop compiles")
 
+    if study.paid:
+        write_twin(study, repeats, blocks)
     log.info(f"Sequential over cases: {len(pool)} cases in {blocks} blocks of {size} "
              f"(order fixed by seed={seed}), {repeats} repeat(s) each; verdicts looked at "
              f"after blocks {state.looks} at two-sided confidence "
              + ", ".join(f"{c:.2%}" for c in state.confidences or [state.confidence]))
     return run_rounds(study, state, jobs, launch, make_cases, "Sequential over cases")
+
+
+def write_twin(study: Study, repeats: int, blocks: int) -> None:
+    """The study's simulated twin (``silas_exp.study.twin``: every arm on every
+    block of the pool, free) written to the sweep folder (``twin.json``), where
+    every look and the report read it as the control variate of the paid
+    differences (``silas_exp.stats.control_variate``). Written once: a resumed
+    study keeps the twin it had."""
+    from silas_exp.analysis.data import TWIN_FILE, write_twin_file
+    from silas_exp.study.twin import TwinSpec, default_workers, simulated_twin
+
+    if (study.sweep_dir / TWIN_FILE).is_file():
+        return
+    arms = dict(study.variants)
+    controls = [v for v in arms if any(f"{k}={o}" in v.split(",")
+                                       for k, o in study.settings.controls.items())]
+    spec = TwinSpec(arms=arms, control=(controls or list(arms))[0], repeats=repeats,
+                    blocks=blocks)
+    twin = simulated_twin(spec, workers=default_workers())
+    write_twin_file(study.sweep_dir, twin.job_data())
+    log.info(f"Simulated twin: {len(arms)} arm(s) on all {blocks} block(s) of the pool "
+             f"({twin.replayed} job(s) replayed, {twin.seconds:.0f} s): the control variate "
+             "of the paid differences")
 
 
 def study_pool(suite_path: str, max_cases: int | None) -> Any:

@@ -19,7 +19,7 @@ from silas_exp.records import ADAPTIVE_FILE, JobResult, write_json_atomic
 from silas_exp.stats import Outcome
 from silas_exp.stats.sequential import look_confidence, look_rounds, spending_confidences
 
-_FOUND = ("control", "closed", "looked")  # what the looks found, as opposed to the plan
+_FOUND = ("control", "closed", "looked", "margins", "margins_from")  # what the looks found, as opposed to the plan
 
 
 @dataclass
@@ -36,6 +36,10 @@ class AdaptiveState:
     seed: int | None = None  # unit "block": the seed that fixed the order of the cases
     confidences: list[float] | None = None  # unit "block": each look's, by its boundary
     looked: list[int] = field(default_factory=list)  # the looks taken so far, in order
+    # relative margins in their metric's units, fixed once for the whole study
+    # (silas_exp.analysis.margins), and what they were fixed from
+    margins: dict[str, float] = field(default_factory=dict)
+    margins_from: str | None = None
 
     @classmethod
     def plan(cls, settings: AnalysisSettings, repeats_min: int, repeats_max: int) -> AdaptiveState:
@@ -45,11 +49,11 @@ class AdaptiveState:
 
     @classmethod
     def plan_blocks(cls, settings: AnalysisSettings, blocks: int, cases_per_block: int,
-                    pool_cases: int, seed: int) -> AdaptiveState:
-        """Looks after blocks 1, 2, 4, … and the last, each at the confidence
-        of its group-sequential boundary (information fraction = cases so far
-        over the pool's)."""
-        looks = look_rounds(1, blocks) if blocks > 1 else [1]
+                    pool_cases: int, seed: int, first: int = 1) -> AdaptiveState:
+        """Looks after blocks ``first``, then doubling (1, 2, 4, …), and the
+        last, each at the confidence of its group-sequential boundary
+        (information fraction = cases so far over the pool's)."""
+        looks = look_rounds(first, blocks) if blocks > first else [blocks]
         cases = [min(b * cases_per_block, pool_cases) for b in looks]
         confidences = spending_confidences(settings.confidence,
                                            tuple(n / pool_cases for n in cases))
@@ -114,12 +118,29 @@ def read_as_decided(state: AdaptiveState | None, settings: AnalysisSettings | No
     A sweep without a sequential plan reads as it is (``settings``, None, [])."""
     if state is None or settings is None:
         return settings, None, []
-    return (settings.model_copy(update={"confidence": state.confidence}),
-            state.closed_confidences(), adaptive_notes(state))
+    return (with_fixed_margins(state, settings).model_copy(
+        update={"confidence": state.confidence}), state.closed_confidences(),
+        adaptive_notes(state))
+
+
+def with_fixed_margins(state: AdaptiveState | None, settings: AnalysisSettings
+                       ) -> AnalysisSettings:
+    """``settings`` with the study's fixed relative margins (those given in
+    ``settings.margins`` win): every reading of a study uses the same."""
+    if state is None or not state.margins:
+        return settings
+    return settings.model_copy(update={"margins": {**state.margins, **settings.margins}})
 
 
 def adaptive_notes(state: AdaptiveState) -> list[str]:
-    """Report lines: the plan and where each variant stopped."""
+    """Report lines: the plan, the fixed margins and where each variant stopped."""
+    fixed = ([f"relative margins fixed for the whole study from {state.margins_from}: "
+              + ", ".join(f"{m} worse by at most {v:.4g}" for m, v in sorted(state.margins.items()))]
+             if state.margins else [])
+    return fixed + _plan_notes(state)
+
+
+def _plan_notes(state: AdaptiveState) -> list[str]:
     if state.unit == "block":
         size = state.cases_per_block or 0
         if state.confidences:

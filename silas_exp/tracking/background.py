@@ -3,9 +3,10 @@
 Jobs never import mlflow in this mode: each writes ``job.json`` when it starts
 and ``result.json`` when it ends (they keep both on disk anyway). This process,
 started by the launching process at the beginning of the multirun, creates the
-store, the experiment and the parent run, turns job folders into child runs
-as they appear, and closes the parent when the sweep writes its end record
-(``sweep.done``, a ``SweepEnd``).
+store, the experiment and the parent run once the first job has started (a
+sweep refused before its first job leaves nothing in MLflow), turns job
+folders into child runs as they appear, and closes the parent when the sweep
+writes its end record (``sweep.done``, a ``SweepEnd``).
 On a 2-core machine the tracking work (importing mlflow ~1 s, creating a
 fresh SQLite store ~1.5 s, ~50 ms per job) runs beside the jobs instead of
 between them, and only one process ever writes the SQLite store.
@@ -160,7 +161,27 @@ def catch_up(sweep_dir: Path) -> int:
     return sum(up.step(d) for d in done)
 
 
+def first_job_or_end(sweep_dir: Path, parent_pid: int | None, poll_s: float = 0.1) -> bool:
+    """Wait until the sweep has a job folder to log or an end to record: True.
+    False when the launching process ended first, or the sweep gave its
+    folder back (``sweep.json`` gone: refused before its first job): such a
+    sweep leaves no store, experiment or run behind."""
+    while True:
+        if not (sweep_dir / MANIFEST_FILE).is_file():
+            return False
+        if read_sweep_end(sweep_dir) is not None or any(
+                (d / JOB_FILE).is_file() for d in sweep_dir.iterdir() if d.is_dir()):
+            return True
+        if parent_pid is not None and os.getppid() != parent_pid:
+            return False
+        time.sleep(poll_s)
+
+
 def run(sweep_dir: Path, parent_pid: int | None, poll_s: float = 0.1) -> int:
+    import silas_exp.tracking.store  # noqa: F401  (mlflow's import, ~1 s, while the sweep starts)
+
+    if not first_job_or_end(sweep_dir, parent_pid, poll_s):
+        return 0
     up = Uploader(sweep_dir)
     while True:
         end = read_sweep_end(sweep_dir)

@@ -210,7 +210,7 @@ def standard_tags(root: str) -> dict[str, str]:
             "mlflow.user": user_name(), "silas.versions": versions_line()}
     rev = code_revision(root)
     if rev != "unknown":
-        tags["mlflow.source.git.commit"] = rev.removesuffix("-dirty")
+        tags["mlflow.source.git.commit"] = rev.split("-")[0]
     return tags
 
 
@@ -254,17 +254,42 @@ def code_revision(root: str) -> str:
     return rev if rev != "unknown" else git_revision(root)
 
 
+# what takes part in a run (the gate's records in a suite folder do not): a local
+# change here makes a revision "-dirty", which no commit reproduces
+RUNTIME_PATHS = ("silas_exp", "hydra_plugins", "conf", "suites", "probes", "pyproject.toml",
+                 ":(exclude)suites/*/baseline.json", ":(exclude)suites/*/baseline_history.jsonl",
+                 ":(exclude)suites/*/sensitivity.json")
+
+
 @cache
 def git_revision(root: str) -> str:
-    """HEAD commit of the checkout at ``root`` (+"-dirty" with local changes), or "unknown"."""
+    """HEAD commit of the checkout at ``root``, or "unknown"; with local changes
+    to what takes part in a run (new files there included) "-dirty-" and their
+    digest (:func:`changes_digest`): the same digest on the same commit is the
+    same code."""
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *RUNTIME_PATHS], cwd=root,
                                capture_output=True, text=True, timeout=5).stdout.strip()
-        return rev + ("-dirty" if dirty else "")
+        return rev + (f"-dirty-{changes_digest(root)}" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def changes_digest(root: str | Path) -> str:
+    """12 hex digits of a digest of the checkout's uncommitted changes to what
+    takes part in a run: the diff against HEAD and every new file there."""
+    digest = hashlib.sha256(subprocess.run(
+        ["git", "diff", "HEAD", "--binary", "--", *RUNTIME_PATHS], cwd=root,
+        capture_output=True, timeout=60, check=True).stdout)
+    new = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "-z", "--",
+                          *RUNTIME_PATHS], cwd=root, capture_output=True, timeout=60,
+                         check=True).stdout
+    for name in sorted(filter(None, new.split(b"\0"))):
+        digest.update(b"\0" + name + b"\0")
+        digest.update((Path(root) / name.decode()).read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def project_root_of(path: str | Path) -> str:

@@ -13,6 +13,11 @@ from mlflow.tracking import MlflowClient
 from ..conftest import REPO
 
 
+def _row(report: str, metric: str) -> str:
+    """A gated metric's row of a regression report."""
+    return next(line for line in report.splitlines() if f"(`{metric}`) |" in line)
+
+
 def _cli(tmp_path, *args):
     env = {"MLFLOW_DISABLE_TELEMETRY": "true", "SILAS_EXP_ROOT": str(tmp_path),
            "PATH": "/usr/bin:/bin"}
@@ -88,12 +93,14 @@ def test_promote_then_regress_flags_worse_variant(logged):
     accepted = _cli(tmp, "regress", worse, "--accept-regression", "random scorer on purpose")
     assert accepted.returncode == 0 and "accepted: random scorer on purpose (by " in accepted.stdout
     same = _cli(tmp, "regress", control)  # the baseline's own results: every difference is 0 …
-    assert "| context.retrieval_relevance | +0.0000 | [+0.0000, +0.0000]" in same.stdout
+    row = _row(same.stdout, "context.retrieval_relevance")
+    assert "| +0.000 [" in row and "[+0.000, +0.000]" not in row  # … yet 2 cases show no width
     assert same.returncode == 1 and "only 2 paired cases" in same.stdout  # … on too few cases
     other = _cli(tmp, "regress", "--config", "scorer=heuristic", "--seeds-from", "100", "--no-log",
                  "--suite-dir", str(tmp / "suites" / "smoke"))  # other seeds: a concurrent control
     assert "(repeats 100+: other seeds)" in other.stdout, other.stdout + other.stderr
-    assert "| context.retrieval_relevance | +0.0000 | [+0.0000, +0.0000]" in other.stdout
+    row = _row(other.stdout, "context.retrieval_relevance")
+    assert "| +0.000 [" in row and "[+0.000, +0.000]" not in row
     assert "note: checked under other seeds than the baseline's, so decided against" in other.stdout
 
 

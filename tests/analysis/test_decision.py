@@ -14,17 +14,21 @@ from silas_exp.analysis.data import JobData
 from silas_exp.analysis.decision import decision_sentence
 from silas_exp.analysis.html import ablation_html
 from silas_exp.analysis.parent import PARENT_METRICS, parent_summary
-from silas_exp.analysis.regress import regress
 from silas_exp.analysis.report import ablation_markdown
 from silas_exp.analysis.settings import AnalysisSettings
+from silas_exp.gate.report import regress
 from silas_exp.stats import Outcome
 
 from .test_ablation_rules import BASE, _sweep
 
+# the default pool's size: enough agreeing pass/fail cases to rule out a loss of the pass
+# rate's margin (18 cannot), so the verdicts below turn on the metrics they are about
+POOL = list(np.linspace(0.3, 0.95, 320))
+
 
 def test_one_ships_one_does_not_in_one_sentence():
-    res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=better": [q + 0.05 for q in BASE],
-                           "scorer=worse": [q - 0.1 for q in BASE]}))
+    res = ablation(_sweep({"scorer=heuristic": POOL, "scorer=better": [q + 0.05 for q in POOL],
+                           "scorer=worse": [q - 0.1 for q in POOL]}))
     sentence = decision_sentence(res, res.ranking)
     assert sentence.startswith("scorer=better ships; scorer=worse does not (")
     assert f"<p><b>{html.escape(sentence)}</b></p>" in ablation_html(res, [])
@@ -36,8 +40,8 @@ def test_one_ships_one_does_not_in_one_sentence():
 
 
 def test_several_shipping_variants_are_ranked_with_a_ci():
-    res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=some": [q + 0.03 for q in BASE],
-                           "scorer=most": [q + 0.08 for q in BASE]}))
+    res = ablation(_sweep({"scorer=heuristic": POOL, "scorer=some": [q + 0.03 for q in POOL],
+                           "scorer=most": [q + 0.08 for q in POOL]}))
     assert {v.outcome.value for v in res.verdicts.values()} == {"ship"}
     assert res.ranking is not None and res.ranking.metric == "context.retrieval_relevance"
     assert [r.variant for r in res.ranking.rows] == ["scorer=most", "scorer=some"]
@@ -110,3 +114,31 @@ def test_margins_of_studies_against_other_controls_never_share_a_chart():
     assert {k.partition("/")[0] for k in keys["scorer=heuristic"]} == {"margins vs heuristic"}
     assert {k.partition("/")[0] for k in keys["scorer=weights"]} == {"margins vs weights"}
     assert "margins vs weights/online.ir.ndcg_at_10" in keys["scorer=weights"]
+
+
+def test_cases_needed_read_against_the_pool():
+    from silas_exp.analysis.decision import about, needed_cell, needed_text
+
+    assert [about(n) for n in (48, 436, 2587, 60511)] == ["48", "440", "2,600", "61,000"]
+    assert needed_text(2587, 320) == "needs about 2,600 cases to decide; the pool has 320"
+    assert needed_text(436, 500) == "needs about 440 cases to decide"
+    assert needed_cell(60511, 320, 5) == "about 61,000 cases × 5 repeats (the pool has 320)"
+
+
+def test_a_count_beyond_the_pool_says_so_in_every_place_it_is_printed():
+    """Two variants left undecided by the same blocker, each needing more cases
+    than the study's 18: the sentence names the count once per variant, as out
+    of the pool's reach, never as a bare "≈ N cases needed"."""
+    at_margin = [q - 0.02 for q in BASE]
+    res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=a": at_margin,
+                           "scorer=b": at_margin}))
+    assert {v.outcome for v in res.verdicts.values()} == {Outcome.INCONCLUSIVE}
+    assert res.pool_cases == 18 and all(v.n_needed > 18 for v in res.verdicts.values())
+    sentence = decision_sentence(res)
+    assert "≈" not in sentence and "cases needed" not in sentence, sentence
+    assert re.search(r"scorer=a needs about [\d,]+ cases to decide; the pool has 18", sentence), \
+        sentence
+    md = ablation_markdown(res)
+    assert "(the pool has 18) |" in md and "≈" not in md.split("## Verdicts")[1].split("\n\n")[1]
+    page = ablation_html(res, [])
+    assert "(the pool has 18)" in page

@@ -26,15 +26,20 @@ def _finite(value) -> bool:
 @pytest.mark.parametrize("script,name,keys", [
     ("bench_replay.py", "replay", {"turns", "seconds", "turns_per_s"}),
     ("bench_verdict.py", "verdict", {"sims", "scenarios"}),
+    ("bench_coverage.py", "coverage", {"cells", "end_to_end", "flagged_cells", "zero_width"}),
     ("bench_verdict_e2e.py", "verdict_e2e", {"trials", "scenarios", "replay_seconds"}),
     ("bench_regress.py", "regress", {"cases", "seeds", "scenarios", "replay_seconds"}),
     ("bench_decide.py", "decide", {"seeds", "decisive", "empty_multirun_s", "max_wall_over_empty"}),
     ("bench_adaptive.py", "adaptive", {"sims", "scenarios"}),
+    ("bench_cv.py", "cv", {"simulation", "replays", "seconds"}),
     ("bench_scale.py", "scale", {"runs", "peak_rss_mib", "cpu_per_case_ratio"}),
     ("bench_llm.py", "llm", {"throughput", "throughput_jitter", "cache", "job"}),
     ("bench_sweep.py", "sweep", {"none", "mlflow", "tracking_overhead", "same_verdicts"}),
     ("bench_launchers.py", "launchers-quick", {"basic", "silas", "joblib", "speedup_silas"}),
     ("bench_resume.py", "resume", {"command", "modes", "identical"}),
+    ("bench_import.py", "import", {"runs", "median_mb_per_s", "large_over_small_rate"}),
+    ("bench_preflight.py", "preflight", {"command", "runs", "median_cpu_s", "median_wall_s"}),
+    ("bench_plan.py", "plan", {"studies", "rows", "inside_range"}),
 ])
 def test_bench_quick_run(tmp_path, script, name, keys):
     env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"}
@@ -43,6 +48,22 @@ def test_bench_quick_run(tmp_path, script, name, keys):
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / f"{name}.json").read_text())
     assert keys <= set(result) and _finite(result)
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(),
+                    reason="needs git and a clone of the repository")
+def test_first_run_bench_runs_a_fresh_clone_twice(tmp_path):
+    """--quick clones HEAD, runs a small sweep in the clone twice with an empty
+    HOME, and reports first / second."""
+    env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path)}
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "bench_first_run.py"), "--quick"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "first_run.json").read_text())
+    assert set(result["trees"]) == {"this"} and _finite(result)
+    [pair] = result["pairs"]
+    assert pair["this"]["first"]["jobs"] == pair["this"]["second"]["jobs"] == 2
+    assert result["wall_ratio"] == pair["this"]["wall_ratio"] > 0
 
 
 def test_replay_breakdown_accounts_for_every_part(tmp_path):

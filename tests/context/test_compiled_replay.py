@@ -19,8 +19,10 @@ pin the same equality against the stored digests.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import os
 import sqlite3
 from dataclasses import fields
 from statistics import NormalDist
@@ -43,6 +45,8 @@ from silas_exp.llm import LLMSettings, build_client
 from silas_exp.llm.simulated import KeyedDraws, mix64
 from silas_exp.run.job import make_job, run_job
 from silas_exp.scorers import ScorerContext, build_scorer, validate_scorer_settings
+
+from ..conftest import CONF
 
 # -- primitives -----------------------------------------------------------------
 
@@ -90,6 +94,21 @@ SCENARIOS = {
 }
 
 
+def _prompt_context() -> dict:
+    """What the prompt scorer is built with: the default template and a calibration's guidance."""
+    import yaml
+
+    from silas_exp.feedback.calibration import Calibration, ExclusionRates, Rate
+    from silas_exp.scorers.prompt import PromptSettings
+
+    raw = yaml.safe_load((CONF / "prompt" / "default.yaml").read_text())
+    guidance = ["- zone=chronicle: kept back in 35% of proposals (overall 12%); score these higher",
+                "- age=30_plus: kept back in 3% of proposals (overall 12%); score these lower"]
+    return {"prompt": PromptSettings(**{k: v for k, v in raw.items() if k != "defaults"}),
+            "calibration": Calibration(np.zeros(17), ExclusionRates(Rate(0.12, 50), {}, {}, {}),
+                                       guidance, 50)}
+
+
 def _replay(name: str, engine: str, tmp_path, scorer_name: str = "heuristic"):
     seed, flavour, turns, fill, opts = SCENARIOS[name]
     session, truth = generate_session(seed, spec_for(flavour, turns), name)
@@ -101,7 +120,8 @@ def _replay(name: str, engine: str, tmp_path, scorer_name: str = "heuristic"):
     store = FeedbackStore(path)
     oracle, stats = NeedOracle(truth), ReplayStats(flush_log=[])
     scorer = build_scorer(validate_scorer_settings({"name": scorer_name}), ScorerContext(
-        seed=5, namespace=name, scorer_model="claude-haiku-4-5", llm=llm))
+        seed=5, namespace=name, scorer_model="claude-haiku-4-5", llm=llm,
+        **(_prompt_context() if scorer_name == "prompt" else {})))
     main = MainModel("claude-sonnet-4-5", "simulated", KeepbackConfig(
         **{k: opts[k] for k in ("false_keep", "latency_median_ms", "recall") if k in opts}))
     broker = KeepBackBroker(main, llm, store, f"{name}/r0", 5, oracle.max_grade_within)
@@ -116,7 +136,14 @@ def _replay(name: str, engine: str, tmp_path, scorer_name: str = "heuristic"):
         def step(window, turn):
             (strategy.compress if turn == flush_turn else strategy.step)(window, turn)
 
-        replay(session, truth, step, budget, stats)
+        saved = os.environ.get(compiled.ENGINE_VARIABLE)
+        os.environ[compiled.ENGINE_VARIABLE] = "python"  # the scorer's calls through the client too
+        try:
+            replay(session, truth, step, budget, stats)
+        finally:
+            os.environ.pop(compiled.ENGINE_VARIABLE)
+            if saved is not None:
+                os.environ[compiled.ENGINE_VARIABLE] = saved
     store.close()
     db = sqlite3.connect(path)
     rows = (db.execute("SELECT proposal_id, scope_id, turn_number, scorer_model, resolved_by, evicted, "
@@ -149,6 +176,26 @@ def test_compiled_replay_leaves_the_python_records(name, tmp_path):
     assert [k for k in py if py[k] != cc[k]] == []
     assert _same_rows(py_rows, c_rows) and len(py_rows[1]) == len(c_rows[1])
     assert py_accounting == c_accounting
+
+
+# the scorers the loop pauses for: the online one's refits, the prompt scorer's calls
+# (answered in process); scenarios with keep-backs, without, the ceiling, timeouts, a flush
+PAUSING = ["coding", "support-no-keepbacks", "research-hoarder", "debugging-slow-model",
+           "chronicle-flush"]
+
+
+@pytest.mark.parametrize("scorer", ["online", "prompt"])
+@pytest.mark.parametrize("name", PAUSING)
+def test_compiled_replay_with_a_scorer_it_pauses_for(scorer, name, tmp_path):
+    """Replayed both ways, the same records; the prompt scorer's calls and the
+    keep-backs counted alike, in the same order (the cost summed to the same bits)."""
+    py_stats, py_rows, py_accounting = _replay(name, "python", tmp_path, scorer)
+    c_stats, c_rows, c_accounting = _replay(name, "compiled", tmp_path, scorer)
+    py, cc = _observed(py_stats), _observed(c_stats)
+    assert [k for k in py if py[k] != cc[k]] == []
+    assert _same_rows(py_rows, c_rows) and len(py_rows[1]) == len(c_rows[1])
+    assert py_accounting == c_accounting
+    assert py_stats.proposals > 3 and (scorer == "online") == (py_accounting.get("llm.calls.scorer") is None)
 
 
 def test_the_scenarios_reach_every_branch(tmp_path):
@@ -187,10 +234,10 @@ def _strategy(tmp_path, *, scorer="heuristic", explore=0.0, main_backend="simula
     return session, truth, strategy, budget, stats
 
 
-@pytest.mark.parametrize("case", ["online", "oracle", "random", "explore", "real main model",
+@pytest.mark.parametrize("case", ["oracle", "random", "explore", "real main model",
                                   "spend cap", "variable"])
 def test_what_the_loop_cannot_replay_is_left_to_python(case, tmp_path, monkeypatch):
-    kw = {"online": {"scorer": "online"}, "oracle": {"scorer": "oracle"}, "random": {"scorer": "random"},
+    kw = {"oracle": {"scorer": "oracle"}, "random": {"scorer": "random"},
           "explore": {"explore": 0.15}, "real main model": {"main_backend": "anthropic"},
           "spend cap": {"llm_settings": LLMSettings(cache_mode="off", max_usd=5.0)},
           "variable": {}}[case]
@@ -223,11 +270,13 @@ def _job(compose, out, *overrides):
     return outcome.metrics, cases
 
 
-@pytest.mark.parametrize("scorer", ["heuristic", "weights"])
+@pytest.mark.parametrize("scorer", ["heuristic", "weights", "online", "prompt"])
 def test_a_job_gives_the_same_results_either_way(scorer, compose, tmp_path, monkeypatch):
-    """The control (its flushes recorded as the reference) and the fitted
-    weights (the reference scored after the replay): every case result and job
-    metric as the Python loop gives them."""
+    """The control (its flushes recorded as the reference), the fitted
+    weights (the reference scored after the replay), the online scorer (the
+    reference scored with the weights of each turn) and the prompt scorer
+    (its calls answered in process): every case result and job metric as the
+    Python loop gives them."""
     from silas_exp.run import calibration as calibration_module
     from silas_exp.run import references
 
@@ -236,6 +285,7 @@ def test_a_job_gives_the_same_results_either_way(scorer, compose, tmp_path, monk
 
     replay_compiled = TwoTierEviction.replay_compiled
 
+    @functools.wraps(replay_compiled)  # its signature: it calls before_step itself
     def counted(*args, **kwargs):
         replayed = replay_compiled(*args, **kwargs)
         taken.append(replayed)
@@ -255,7 +305,7 @@ def test_a_job_gives_the_same_results_either_way(scorer, compose, tmp_path, monk
     # the job's own four cases (and the control's reference, replayed by the weights
     # job) through the compiled loop; the weights' calibration replays explore: Python
     assert sum(taken) >= 4, "the auto run did not replay through the compiled loop"
-    assert all(taken) == (scorer == "heuristic")
+    assert all(taken) == (scorer in ("heuristic", "online"))  # calibration explores: Python
     (py_metrics, py_cases), (c_metrics, c_cases) = results["python"], results["auto"]
     assert py_cases == c_cases
     timed = {"summary.mean_latency_ms", "summary.p95_latency_ms"}  # wall clock: what differs

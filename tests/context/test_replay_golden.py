@@ -49,6 +49,7 @@ from silas_exp.context.stats import ReplayStats
 from silas_exp.data.suites.build import fitted_shares, peak_usage
 from silas_exp.data.suites.generator import generate_session, spec_for
 from silas_exp.eviction.two_tier import TwoTierEviction, TwoTierSettings
+from silas_exp.eviction.two_tier.compiled import ENGINE_VARIABLE
 from silas_exp.feedback.calibration import calibrate
 from silas_exp.feedback.flush import KeepBackBroker, KeepbackConfig, MainModel
 from silas_exp.feedback.store import FeedbackStore
@@ -207,12 +208,13 @@ def _run(name: str, variant: str, calibration, store_path: Path,
             strategy.step(window, turn)
 
     if engine == "compiled":
-        assert strategy.replay_compiled(session, truth, budget, stats, flush_turn), \
-            f"{name}/{variant}: {strategy.compiled_ineligible()}"
-        for turn in sorted(t for t in by_turn if t < session.turns):
-            for f in by_turn[turn]:
+        def score_shared(turn: int) -> None:
+            for f in by_turn.get(turn, ()):
                 got = on_grid(scorer.score(list(f.items), turn))
                 shared.append([got[i.ctx_id] for i in f.items])
+
+        assert strategy.replay_compiled(session, truth, budget, stats, flush_turn, score_shared), \
+            f"{name}/{variant}: {strategy.compiled_ineligible()}"
     else:
         replay(session, truth, step, budget, stats)
     llm.close()
@@ -269,13 +271,27 @@ def _calibration(tmp: Path):
     return cal, record
 
 
-# the variants the compiled loop replays (a stateless linear scorer, the simulated main model)
-COMPILED_VARIANTS = ("heuristic", "weights", "no_keepbacks", "hoarder")
+# the variants the compiled loop replays (a linear scorer, the online one, the prompt
+# scorer answered in process; the simulated main model)
+COMPILED_VARIANTS = ("heuristic", "weights", "prompt", "online", "no_keepbacks", "hoarder")
 
 
 def golden_outputs(tmp: Path, engine: str = "python") -> dict[str, tuple[str, np.ndarray]]:
     """Every pinned run: its decisions' digest and its floats. ``engine="compiled"``:
     the runs the compiled loop can replay, replayed by it (calibration in Python)."""
+    saved = os.environ.get(ENGINE_VARIABLE)
+    if engine == "python":  # every call in Python too: the prompt scorer's through the client
+        os.environ[ENGINE_VARIABLE] = "python"
+    try:
+        return _golden_outputs(tmp, engine)
+    finally:
+        if saved is None:
+            os.environ.pop(ENGINE_VARIABLE, None)
+        else:
+            os.environ[ENGINE_VARIABLE] = saved
+
+
+def _golden_outputs(tmp: Path, engine: str) -> dict[str, tuple[str, np.ndarray]]:
     cal, cal_record = _calibration(tmp)
     out = {"calibration": _split(cal_record)}
     variants = VARIANTS[1:] if engine == "python" else COMPILED_VARIANTS[1:]

@@ -1,4 +1,4 @@
-"""Each compiled function of the two-tier loop (eviction/two_tier/kernel_*.py)
+"""Each compiled function of the two-tier loop (eviction/two_tier/kernel.py)
 against the Python function it mirrors, one pair at a time, on the same
 window: a generated session replayed in Python up to a turn under pressure,
 then copied into the kernel's arrays. Each pair must leave the same window
@@ -359,3 +359,35 @@ def test_tier2(keepbacks):
     now = _counted(st)
     assert _kernel_counted(case) == {k: now[k] - counted[k] for k in K.COUNTERS}
     case.assert_same_window()
+
+
+@pytest.mark.parametrize("window", [10, 400])
+def test_observe(case, window):
+    """The online scorer's observations: each candidate's feature row as
+    proposed and its label into the rolling window, and when a refit is due."""
+    from silas_exp.scorers.calibrated import OnlineScorer, OnlineSettings
+
+    ev, _, items, _ = _scored(case)
+    online = OnlineScorer(OnlineSettings(window=window, update_every=2, min_records=8))
+    refits = []
+    online.refit = lambda X, y: refits.append((X.copy(), y.copy()))
+    ring_x, ring_y = np.empty((window, len(case.weights))), np.empty(window)
+    ring = np.array([0, 0, 0, 2, 8], np.int64)
+    rng = np.random.default_rng(7)
+    for start in range(0, 30, 6):  # five proposals of up to six candidates each
+        chosen = list(range(start, min(start + 6, len(ev))))
+        cands = T.new_proposal(len(chosen))
+        cands.item[:] = ev[chosen]
+        for j, a in enumerate(chosen):
+            it = items[a]
+            cands.tok[j], cands.masked[j], cands.last_ref[j] = it._tokens, it.masked, it.last_ref
+        cands.kept[:] = rng.random(len(chosen)) < 0.3
+        due = T.observe(case.items, cands, 0, len(chosen), case.turn, ring_x, ring_y, ring)
+        before = len(refits)
+        online.observe([items[a] for a in chosen], cands.kept.tolist(), case.turn)
+        assert due == (len(refits) > before)
+        held, slot = ring[0], ring[1]
+        order = np.arange(slot - held, slot) % window
+        assert ring_x[order].tolist() == np.vstack(online._X).tolist()
+        assert ring_y[order].tolist() == list(online._y)
+    assert refits and ring[2] == online._seen

@@ -16,7 +16,9 @@ flight, as a rate-limited tier would:
   answer that breaks the requested schema), ``bad_auth`` (401).
 
 Answers come from ``responder(body) -> dict``: the structured answer for a
-forced tool call (or ``{"text": ...}`` for plain text). The default answers
+forced tool call (or ``{"text": ...}`` for plain text); a responder with
+``wants_headers`` set is called as ``responder(body, headers)`` (lower-case
+names) instead. The default answers
 the request types silas_exp makes (scorer, keep-back, judge) and otherwise
 builds the smallest instance of the requested schema.
 """
@@ -107,8 +109,13 @@ class FakeMessagesServer:
     def __init__(self, *, latency_s: float = 0.0, jitter_s: float = 0.0,
                  responder: Callable[[dict], dict] | None = None, slow_s: float = 5.0,
                  batch_delay_s: float = 0.1, api_key: str = API_KEY,
-                 max_concurrent: int | None = None, limit_retry_after: float = 0.1) -> None:
-        """``latency_s`` ± uniform ``jitter_s``: time each answer takes."""
+                 max_concurrent: int | None = None, limit_retry_after: float = 0.1,
+                 min_cache_tokens: int | dict[str, int] = 0) -> None:
+        """``latency_s`` ± uniform ``jitter_s``: time each answer takes.
+        ``min_cache_tokens``: the shortest system prompt prompt caching caches
+        (per model id, or one for all; the API's own floors, e.g. 4,096 tokens
+        for Haiku 4.5): a shorter one marked for caching is billed in full."""
+        self.min_cache_tokens = min_cache_tokens
         self.latency_s, self.jitter_s = latency_s, jitter_s
         self.max_concurrent, self.limit_retry_after = max_concurrent, limit_retry_after
         self.slow_s, self.batch_delay_s = slow_s, batch_delay_s
@@ -163,10 +170,15 @@ class FakeMessagesServer:
                 return self.faults.popleft()
         return self.fault_fn(n, body) if self.fault_fn else None
 
-    def message(self, body: dict, *, bad_schema: bool = False) -> dict:
+    def message(self, body: dict, *, bad_schema: bool = False,
+                headers: dict[str, str] | None = None) -> dict:
         system = body.get("system") or []
         system_text = _text_of(system) if system else ""
         cache_marked = isinstance(system, list) and any(b.get("cache_control") for b in system)
+        floor = self.min_cache_tokens
+        if isinstance(floor, dict):
+            floor = floor.get(body.get("model", ""), 0)
+        cache_marked = cache_marked and _tokens(system_text) >= floor
         cache_read = cache_write = 0
         if cache_marked:
             with self._lock:
@@ -177,7 +189,8 @@ class FakeMessagesServer:
                     cache_write = _tokens(system_text)
         prompt = "\n".join(_text_of(m["content"]) for m in body.get("messages", []))
         tools = body.get("tools") or []
-        answer = self.responder(body)
+        answer = (self.responder(body, headers or {}) if getattr(self.responder, "wants_headers", False)
+                  else self.responder(body))
         if tools:
             if bad_schema:
                 answer = {"unexpected": True}
@@ -352,4 +365,5 @@ class _Handler(BaseHTTPRequestHandler):
         if kind == "malformed":
             self._send(200, None, raw=b'{"id": "msg_1", "type": "message", "content": [{"ty')
             return
-        self._send(200, fake.message(body, bad_schema=kind == "bad_schema"))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self._send(200, fake.message(body, bad_schema=kind == "bad_schema", headers=headers))

@@ -143,6 +143,18 @@ def test_prompt_caching_reads_the_system_prompt_on_later_calls(server, make_clie
     assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
 
 
+def test_a_system_prompt_under_the_models_caching_floor_is_billed_in_full(server, make_client):
+    """The server bills prompt caching as the API does: a prompt shorter than the
+    model's shortest cacheable prefix is neither written to nor read from the cache."""
+    server.min_cache_tokens = {"claude-haiku-4-5": 4096}
+    client = make_client(cache_mode="off")
+    short = "Rubric: " + "criterion text " * 300  # about 1,300 tokens
+    first = client.complete(scorer_request(system=short), namespace="a")
+    second = client.complete(scorer_request(system=short), namespace="b")
+    assert first.usage.cache_creation_input_tokens == second.usage.cache_read_input_tokens == 0
+    assert second.usage.input_tokens == first.usage.input_tokens > 1000
+
+
 def test_budget_cap_is_shared_by_clients_of_one_ledger(server, make_client):
     a = make_client(max_usd=1.0, cache_mode="off")  # same ledger file as b
     a.complete(scorer_request(5), namespace="a")

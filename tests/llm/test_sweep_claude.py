@@ -46,9 +46,9 @@ def test_sweep_against_faulty_api_completes_and_counts_add_up(server, cli, tmp_p
         if path.is_file() and path.stat().st_size < 50_000_000:
             assert API_KEY.encode() not in path.read_bytes(), path
 
-    from silas_exp.tracking.reader import Reader
+    from silas_exp.tracking.reader import MlflowRunReader
 
-    reader = Reader(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
+    reader = MlflowRunReader(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
     runs = reader.store.search_runs([e.experiment_id for e in reader.experiments()])
     assert len(runs) == 3  # parent + 2 jobs
     assert {r.data.tags.get("llm.backend") for r in runs} == {"anthropic"}
@@ -80,4 +80,4 @@ def test_dry_run_estimates_cost_and_tracks_nothing(cli, tmp_path):
 def test_model_without_price_is_bad_input(cli):
     proc = cli("model=claude-haiku-4-5", "model.scorer_id=claude-haiku-9")
     assert proc.returncode == 2
-    assert "model.scorer_id='claude-haiku-9' has no price in llm.prices" in proc.stderr
+    assert "model.scorer_id='claude-haiku-9': 'claude-haiku-9' has no price in llm.prices" in proc.stderr

@@ -93,3 +93,16 @@ class KeywordScorer:
 
 
 KEYWORD = scorer_kind("keyword", KeywordSettings, lambda s, granted: KeywordScorer(s))
+
+
+class UnfitSettings(ScorerSettings):
+    name: Literal["unfit"] = "unfit"
+
+
+def _broken_fit(settings):
+    raise RuntimeError("the fit broke")
+
+
+# a calibrated scorer whose calibration fails when a job runs it: a job that fails from code
+UNFIT = scorer_kind("unfit", UnfitSettings, lambda s, ctx: LongestScorer(),
+                    needs={"calibration"}, calibration=_broken_fit)

@@ -82,7 +82,7 @@ def test_unknown_name_lists_the_options() -> None:
 def test_a_target_setting_is_validated_like_a_built_in() -> None:
     with pytest.raises(ConfigError) as err:
         validate_scorer_settings({"_target_": "tests.plugins.kinds.LONGEST", "depth": 3})
-    assert "scorer.depth is not a known option" in str(err.value)
+    assert "scorer.depth: there is no setting 'depth' under scorer" in str(err.value)
 
 
 def test_an_unlisted_metric_plugin_is_a_config_error() -> None:

@@ -118,3 +118,19 @@ def test_a_job_reads_the_suite_signature_once_not_per_case(compose, tmp_path, mo
     run_job(cfg, make_job(cfg, "scorer=heuristic"), tmp_path / "job", loaded=loaded)
     assert len(list((tmp_path / "cache" / "reference").glob("*.pkl"))) >= 2
     assert len(calls) == 1
+
+
+def test_a_dry_run_never_hands_its_calibration_to_the_real_run(compose):
+    """llm.dry_run=true answers a real model's calls with the simulated backend:
+    its fit is of simulated keep-backs, so the real run (same model config)
+    must not read it from the disk cache, and pays for its own."""
+    def key(*overrides: str) -> str:
+        cfg = validate(OmegaConf.to_container(compose("scorer=weights", *overrides),
+                                              resolve=True))
+        return _calibration_key(cfg, load_suite(cfg.suite.path), make_job(cfg, "w"),
+                                calibration_spec(cfg.scorer))
+
+    real = key("model=claude-haiku-4-5")
+    assert key("model=claude-haiku-4-5", "llm.dry_run=true") != real
+    assert key("model=claude-haiku-4-5", "llm.base_url=http://127.0.0.1:9") != real
+    assert key("model=claude-haiku-4-5") == real

@@ -71,7 +71,8 @@ def test_nan_weight_is_rejected(compose):
 
 def test_unknown_weight_key_is_rejected(compose):
     msg = _bad(compose, "+scorer.weights.zone.attic=0.3")
-    assert "scorer.weights.zone.attic" in msg and "not a known option" in msg
+    assert "scorer.weights.zone.attic: there is no setting 'attic' under scorer.weights.zone " \
+        "(the settings there: chronicle, memory, workspace)" in msg
 
 
 def test_repeats_below_one(compose):

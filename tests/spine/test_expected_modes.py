@@ -133,7 +133,7 @@ def test_bad_expectations_are_bad_input(tmp_path, expected, needle):
     (lambda cases: [{**cases[0], "input": {**cases[0]["input"], "context": [
         {**SNAPSHOT_ITEMS[1], "zone": "attic"}]}}], ["input.context[0]", "zone", "attic"]),
     (lambda cases: [{**cases[0], "input": {**cases[0]["input"], "context": [
-        {**SNAPSHOT_ITEMS[1], "token_count": -3}]}}], ["input.context[0]", "tokens", "-3"]),
+        {**SNAPSHOT_ITEMS[1], "token_count": -3}]}}], ["input.context[0]", "token_count", "-3"]),
     (lambda cases: [{**cases[0], "input": {**cases[0]["input"], "context": [
         SNAPSHOT_ITEMS[1], SNAPSHOT_ITEMS[1]]}}], ["duplicate ctx_id"]),
 ])

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2] / "silas_exp"
 # package: add it to the row it belongs to, and to docs/architecture.md)
 LAYERS = [
     {"errors", "schema", "exits", "resolvers"},
-    {"llm", "stats", "plugins", "records"},
+    {"llm", "stats", "plugins", "records", "baselines"},
     {"context", "facts"},
     {"feedback", "scorers", "metrics", "probes"},
     {"eviction"},
@@ -29,12 +29,13 @@ LAYERS = [
     {"tracking", "data"},
     {"study"},
     {"run", "tune"},
+    {"gate", "plan"},
     {"cli", "__main__"},
 ]
 
 
 # tracking must stay one-way: it is handed results, it does not compute them
-TRACKING_MAY_NOT_IMPORT = {"analysis", "probes", "run", "cli"}
+TRACKING_MAY_NOT_IMPORT = {"analysis", "probes", "run", "gate", "cli"}
 
 # imports that break the rules today (none): an entry names (package,
 # imported package, importing module) and must go when the import goes
@@ -225,3 +226,54 @@ def test_the_check_sees_a_violation(tmp_path) -> None:
         globals_["ROOT"] = saved
     assert ("run", "silas_exp/context/bad") in found["context"]
     assert layer("run") > layer("context")
+
+
+def _third_party_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_only_tracking_imports_mlflow() -> None:
+    """MLflow lives behind tracking: the gate reads runs through a run reader,
+    the entry points and analysis see plain values."""
+    outside = sorted(str(p.relative_to(ROOT.parent)) for p in ROOT.rglob("*.py")
+                     if "mlflow" in _third_party_imports(p)
+                     and p.relative_to(ROOT).parts[0] != "tracking")
+    assert not outside, f"only silas_exp/tracking may import mlflow: {outside}"
+
+
+# attributes only an MLflow run object has (``run.info.run_id``, ``run.data.tags``)
+RUN_OBJECT = {("info", "run_id"), ("info", "status"), ("info", "start_time"),
+              ("info", "experiment_id"), ("data", "tags"), ("data", "params"),
+              ("data", "metrics")}
+
+
+def run_object_uses(root: Path, packages: tuple[str, ...]) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).parts[0] not in packages:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
+                    and (node.value.attr, node.attr) in RUN_OBJECT:
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    return found
+
+
+def test_no_mlflow_run_objects_above_tracking() -> None:
+    """cli, analysis and gate read ``LoggedRun`` values (schema/runs.py), never
+    MLflow's run objects."""
+    uses = run_object_uses(ROOT, ("cli", "analysis", "gate"))
+    assert not uses, "MLflow run objects read outside tracking: " + ", ".join(uses)
+
+
+def test_the_run_object_check_sees_one(tmp_path) -> None:
+    pkg = tmp_path / "silas_exp"
+    (pkg / "cli").mkdir(parents=True)
+    (pkg / "cli" / "x.py").write_text("def f(run):\n    return run.data.tags['a']\n")
+    assert run_object_uses(pkg, ("cli",)) == ["silas_exp/cli/x.py:2"]

@@ -13,7 +13,7 @@ import pytest
 
 from silas_exp.data.suites.blocks import block_of, block_order, n_blocks
 from silas_exp.data.suites.loader import _check_case, load_suite
-from silas_exp.data.suites.pool import POOLS, Pool, generate
+from silas_exp.data.suites.pool import POOLS, Pool, generate, make_while
 from silas_exp.errors import ConfigError
 
 from ..conftest import REPO
@@ -49,6 +49,17 @@ def test_a_pool_case_is_the_same_wherever_it_is_made_and_it_loads(tmp_path):
     case = loaded.case(case_id)
     assert _check_case(loaded, case) == []  # the loader's own checks pass on a generated case
     assert case.case_id == case_id and case.expected.metric_thresholds
+
+
+def test_later_cases_are_made_in_order_while_told_to_go_on(tmp_path):
+    """What the launching process makes while the replay loop compiles: the
+    missing cases, in the order given, until ``go_on`` says stop."""
+    pool = Pool(POOLS["default"], tmp_path)
+    ids = pool.ids()[:5]
+    generate(pool, ids[1])
+    answers = iter([True, True, True, False])
+    assert make_while(pool, ids, lambda: next(answers)) == 2  # ids[0], ids[2] made; ids[1] was
+    assert [pool.file(c).is_file() for c in ids] == [True, True, True, False, False]
 
 
 @pytest.mark.parametrize("launcher", [[], ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]],

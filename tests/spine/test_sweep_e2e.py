@@ -4,12 +4,14 @@ back with the MLflow client."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ..conftest import REPO
+from tests.plugins.test_declared_once import silas
+from tests.plugins.test_example_plugin import fake_install
+
+UNFIT = "unfit = tests.plugins.kinds:UNFIT"
 
 
 def _client(tmp_path) -> MlflowClient:
@@ -61,22 +63,21 @@ def test_sweep_logs_parent_and_children_with_config_tags_metrics_artifacts(cli, 
     assert by_variant["scorer=heuristic"] != by_variant["scorer=weights"]
 
 
-def test_failed_job_ends_failed_and_next_job_gets_fresh_run(cli, tmp_path):
-    suite = tmp_path / "suites" / "nocal"
-    shutil.copytree(REPO / "suites" / "smoke", suite)
-    for f in (suite / "cases").glob("cal-*.json"):
-        f.unlink()
-    proc = cli("-m", "scorer=weights,heuristic", f"suite.path={suite}", "suite.name=nocal")
+def test_failed_job_ends_failed_and_next_job_gets_fresh_run(tmp_path):
+    """A job that fails from code (a plug-in scorer whose calibration raises)."""
+    site = fake_install(tmp_path / "site", "unfit-plugin", "0.1", "silas_exp.scorers", UNFIT)
+    proc = silas(tmp_path, site, "-m", "scorer=unfit,heuristic", "suite=smoke",
+                 "hydra.launcher.n_jobs=1")
     assert proc.returncode == 1, proc.stderr[-2000:]
-    assert "failed" in proc.stdout and "calibration" in proc.stdout
+    assert "failed" in proc.stdout and "RuntimeError: the fit broke" in proc.stdout
     assert "Traceback" not in proc.stderr
     runs = _client(tmp_path).search_runs(
-        [_client(tmp_path).get_experiment_by_name("silas-nocal").experiment_id], max_results=100)
+        [_client(tmp_path).get_experiment_by_name("silas-smoke").experiment_id], max_results=100)
     status = {}
     for r in runs:
         if r.data.tags.get("silas.kind") != "sweep":
             status.setdefault(r.data.tags["silas.variant"], set()).add(r.info.status)
-    assert status == {"scorer=weights": {"FAILED"}, "scorer=heuristic": {"FINISHED"}}
+    assert status == {"scorer=unfit": {"FAILED"}, "scorer=heuristic": {"FINISHED"}}
     assert not [r for r in runs if r.info.status == "RUNNING"]
 
 

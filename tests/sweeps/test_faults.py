@@ -13,17 +13,19 @@ from mlflow.tracking import MlflowClient
 
 from silas_exp.errors import TrackingError
 from silas_exp.tracking.preflight import preflight
+from tests.plugins.test_declared_once import _env as plugin_env
+from tests.plugins.test_example_plugin import fake_install
 
 from ..conftest import REPO
 
 ENV = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
 
 
-def _run(tmp, *args):
+def _run(tmp, *args, env=None):
     return subprocess.run([sys.executable, "-m", "silas_exp", *args, f"paths.root={tmp}",
                            f"paths.suites={REPO / 'suites'}", "suite=smoke", "repeats=1",
                            f"hydra.sweep.dir={tmp / 'ms'}", f"hydra.run.dir={tmp / 'run'}"],
-                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300)
+                          cwd=REPO, env=env or ENV, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
@@ -73,18 +75,18 @@ def test_results_survive_a_tracking_failure_and_upload_later(tmp_path):
 
 
 def test_fail_fast_stops_the_sweep(tmp_path):
-    nocal = tmp_path / "nocal"
-    subprocess.run(["cp", "-r", str(REPO / "suites" / "smoke"), str(nocal)], check=True)
-    for f in (nocal / "cases").glob("cal-*.json"):
-        f.unlink()
-    proc = _run(tmp_path, "-m", "scorer=weights,heuristic", f"suite.path={nocal}", "fail_fast=true",
-                "tracking=none", "hydra.launcher.n_jobs=1")
+    # jobs that fail from code: a plug-in scorer whose calibration raises
+    site = fake_install(tmp_path / "site", "unfit-plugin", "0.1", "silas_exp.scorers",
+                        "unfit = tests.plugins.kinds:UNFIT")
+    env = plugin_env(site)
+    proc = _run(tmp_path, "-m", "scorer=unfit,heuristic", "fail_fast=true", "tracking=none",
+                "hydra.launcher.n_jobs=1", env=env)
     assert proc.returncode == 1
     assert len(list((tmp_path / "ms").glob("*/result.json"))) == 1  # the heuristic job never ran
-    # two at a time (4 jobs: weights, then heuristic, seeds 0 and 1): the two
-    # weights jobs start together and fail, no job starts after them
-    both = _run(tmp_path / "two", "-m", "scorer=weights,heuristic", "seed=0,1",
-                f"suite.path={nocal}", "fail_fast=true", "tracking=none", "hydra.launcher.n_jobs=2")
+    # two at a time (4 jobs: unfit, then heuristic, seeds 0 and 1): the two
+    # unfit jobs start together and fail, no job starts after them
+    both = _run(tmp_path / "two", "-m", "scorer=unfit,heuristic", "seed=0,1", "fail_fast=true",
+                "tracking=none", "hydra.launcher.n_jobs=2", env=env)
     assert both.returncode == 1
     assert sorted(p.parent.name for p in (tmp_path / "two" / "ms").glob("*/result.json")) == ["0", "1"]
 

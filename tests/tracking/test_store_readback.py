@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from silas_exp.tracking.payload import MAX_PARAMS
 
+from ..conftest import REPO
 from .conftest import run_silas
 
 
@@ -111,6 +113,11 @@ def test_sweep_end_record_reaches_the_parent_run(tmp_path):
     assert [a.path for a in store.client.list_artifacts(run_id, "report")] == ["report/report.html"]
 
 
+def _row(report: str, metric: str) -> str:
+    """A gated metric's row of a regression report."""
+    return next(line for line in report.splitlines() if f"(`{metric}`) |" in line)
+
+
 def test_one_baseline_per_suite_history_kept_and_regress_recorded(swept):
     tmp, client, exp, runs = swept
     suites = tmp / "suites"
@@ -150,7 +157,7 @@ def test_one_baseline_per_suite_history_kept_and_regress_recorded(swept):
     reg = _cli(tmp, "regress", new.info.run_id, "--suite-dir", str(suites / "smoke"))
     assert reg.returncode == 1, reg.stdout + reg.stderr
     tags = client.get_run(new.info.run_id).data.tags
-    assert tags["silas.regress"] in ("regression", "inconclusive")
+    assert tags["silas.regress"] in ("regression", "regression_not_ruled_out")
     assert tags["silas.regress_baseline"] == single.info.run_id and tags["silas.regress_by"]
     md = Path(client.download_artifacts(new.info.run_id, "regress.md", str(tmp / "dl"))).read_text()
     assert "REGRESSION" in md
@@ -167,7 +174,8 @@ def test_one_baseline_per_suite_history_kept_and_regress_recorded(swept):
     [seven] = [r for r in client.search_runs([exp.experiment_id], "tags.`silas.scorer` = 'weights'")
                if not r.data.tags.get("silas.sweep_id") and r.info.run_id != single.info.run_id]
     reg = _cli(tmp, "regress", seven.info.run_id, "--no-log", "--suite-dir", str(suites / "smoke"))
-    assert "| context.retrieval_relevance | +0.0000 | [+0.0000, +0.0000]" in reg.stdout, reg.stdout
+    row = _row(reg.stdout, "context.retrieval_relevance")
+    assert "| +0.000 [" in row and "[+0.000, +0.000]" not in row, reg.stdout  # 2 cases: no zero width
     assert "note: checked under other seeds than the baseline's, so decided against" in reg.stdout
 
     # a study after the promotion, under another seed, ran the baseline's configuration as its
@@ -182,7 +190,7 @@ def test_one_baseline_per_suite_history_kept_and_regress_recorded(swept):
                "--suite-dir", str(suites / "smoke"), "--work-dir", str(tmp / "check3"))
     assert "note: checked under other seeds than the baseline's, so decided against" in reg.stdout, \
         reg.stdout + reg.stderr
-    assert not (tmp / "check3" / "control").exists()  # the study's own arm was the control
+    assert not (tmp / "check3" / "baseline_configuration").exists()  # its own arm: the control
 
 
 def test_parent_run_tells_the_result(swept):
@@ -234,3 +242,21 @@ def test_a_job_run_shows_its_gated_metrics_first_and_rounded_and_keeps_exact_val
         cells = [row[column] for row in table["data"]]
         assert cells and all(v == _as_read(v) for v in cells)
     assert changed > 0  # the exact values had more digits than a reader needs
+
+
+def test_compare_stores_finds_the_same_sweep_and_a_changed_metric(swept):
+    """scripts/compare_stores.py reads two stores back as MLflow does: a store's
+    copy is IDENTICAL; one metric logged again with another value is named."""
+    tmp, client, _, runs = swept
+    copy = tmp / "copy.db"
+    shutil.copy(tmp / "mlruns" / "mlflow.db", copy)
+    script = [sys.executable, str(REPO / "scripts" / "compare_stores.py"),
+              f"sqlite:///{tmp / 'mlruns' / 'mlflow.db'}", f"sqlite:///{copy}", "--experiment", "silas-smoke"]
+    same = subprocess.run(script, capture_output=True, text=True, timeout=300)
+    assert same.returncode == 0 and same.stdout.strip().endswith("IDENTICAL"), same.stdout + same.stderr
+    child = _children(runs)[0]
+    MlflowClient(f"sqlite:///{copy}").log_metric(child.info.run_id, "summary.pass_rate", 2.0)
+    changed = subprocess.run(script, capture_output=True, text=True, timeout=300)
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert f"/{child.info.run_name}/metrics/summary.pass_rate: " in changed.stdout
+    assert "1 difference(s)" in changed.stdout

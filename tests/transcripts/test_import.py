@@ -73,7 +73,7 @@ def test_probe_fact_absent_from_the_session_is_refused(tmp_path):
 @pytest.fixture(scope="module")
 def organic(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("organic") / "suite"
-    sessions = [("test", f"s{i}.jsonl", coding_session(f"s{i}", 10 + 2 * i)) for i in range(8)]
+    sessions = [("test", f"s{i}.jsonl", coding_session(f"s{i}", 10 + 2 * (i % 8))) for i in range(24)]
     write_suite(sessions, out, ImportSettings(opt_in="yes"))
     return out
 

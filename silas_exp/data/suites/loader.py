@@ -22,12 +22,14 @@ from typing import TYPE_CHECKING, Any, overload
 from pydantic import ValidationError
 
 from silas_exp.context.budget import PROFILES, TokenBudget, ZoneShares, item_tokens
+from silas_exp.data.json_errors import json_hint
+from silas_exp.data.suites.case_budget import case_budget, overrides_problem
 from silas_exp.data.suites.expected import expected_problems
 from silas_exp.errors import SuiteError, SuiteWarning
 from silas_exp.facts.fact import Fact, norm
 from silas_exp.probes.schema import ProbePlan
 from silas_exp.schema.benchmark import CALIBRATION_TAG, BenchmarkCase, BenchmarkSuite
-from silas_exp.schema.session import Session, SessionTruth
+from silas_exp.schema.session import CONTEXT_ITEM_NAMES, Session, SessionTruth
 
 if TYPE_CHECKING:
     from silas_exp.data.suites.pool import Pool
@@ -139,10 +141,8 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise SuiteError(
-            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}). "
-            "Fix the syntax — a trailing comma or a missing quote is the usual cause."
-        ) from None
+        raise SuiteError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                         f"{exc.msg}). {json_hint(exc)}") from None
     except UnicodeDecodeError:
         raise SuiteError(f"{path}: not UTF-8 text; save it as UTF-8 JSON.") from None
 
@@ -212,12 +212,14 @@ def load_suite(path: str | Path) -> LoadedSuite:
     entries = [(suite_file, raw) for raw in inline] + [(f, None) for f in case_files]
     valid: list[BenchmarkCase] = []
     seen: dict[str, Path] = {}  # case ids, of valid cases and of cases that break the schema
+    unread = 0  # cases that break the schema: their tags are unknown
     for n, (case_file, raw) in enumerate(entries):
         try:
             case = _read_case(case_file) if raw is None else _inline_case(suite_file, n, raw)
         except SuiteError as exc:
             problems.append(str(exc))  # and the case's id is still checked for duplicates
             case, cid = None, raw.get("case_id") if isinstance(raw, dict) else None
+            unread += 1
         else:
             cid = case.case_id
         if isinstance(cid, str) and cid in seen:
@@ -237,9 +239,13 @@ def load_suite(path: str | Path) -> LoadedSuite:
             loaded.calibration_ids.add(case.case_id)
         problems += _check_case(loaded, case)
     if problems:
-        raise SuiteError(problems[0] if len(problems) == 1 else
-                         f"{suite_file}: the suite has {len(problems)} problems; fix them all:\n"
-                         + "\n".join(f"  {n}. {p}" for n, p in enumerate(problems, 1)))
+        error = SuiteError(problems[0] if len(problems) == 1 else
+                           f"{suite_file}: the suite has {len(problems)} problems; fix them all:\n"
+                           + "\n".join(f"  {n}. {p}" for n, p in enumerate(problems, 1)))
+        error.problems = problems
+        # what a job would need of it besides (run/suite_needs.py), read from the cases that load
+        error.partial = replace(loaded, suite=suite) if not unread else None
+        raise error
     loaded = replace(loaded, suite=suite.model_copy(update={"cases": valid}))
     if not files:
         raise SuiteError(f"{suite_file}: the suite has no cases; add cases or cases/*.json files.")
@@ -301,6 +307,9 @@ def _check_case(loaded: LoadedSuite, case: BenchmarkCase) -> list[str]:
     if problems:
         out.append(f"{loaded.files[case.case_id]}: case {case.case_id!r}: "
                    + "; ".join(problems) + ". Fix the case's expected block.")
+    problem = overrides_problem(case)
+    if problem:
+        out.append(f"{loaded.files[case.case_id]}: case {case.case_id!r}: {problem}")
     if _nothing_to_replay(case):
         loaded.unreplayable[case.case_id] = NOTHING_TO_REPLAY
         return out
@@ -376,8 +385,11 @@ def _parse_session(loaded: LoadedSuite, case: BenchmarkCase) -> Parsed:
             loc = list(err["loc"])
             if len(loc) >= 2 and loc[0] in ("items", "references") and isinstance(loc[1], int):
                 pool = (case.input.context or []) if loc[0] == "items" else []
-                ident = pool[loc[1]].get("ctx_id") if loc[1] < len(pool) and \
-                    isinstance(pool[loc[1]], dict) else None
+                raw = pool[loc[1]] if loc[1] < len(pool) and isinstance(pool[loc[1]], dict) else {}
+                ident = raw.get("ctx_id")
+                if len(loc) >= 3:  # the field as the case writes it (Silas's token_count …)
+                    loc[2] = next((k for k, ours in CONTEXT_ITEM_NAMES.items()
+                                   if ours == loc[2] and k in raw), loc[2])
                 loc = [f"{'input.context' if loc[0] == 'items' else 'references'}[{loc[1]}]"
                        + (f" (ctx_id {ident!r})" if ident else "")] + loc[2:]
             name = ".".join(str(p) for p in loc) or "input.context"
@@ -404,18 +416,16 @@ def replay_size(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBudg
 
 def session_case(loaded: LoadedSuite, case: BenchmarkCase, base_budget: TokenBudget) -> SessionCase:
     """A loaded case as a replayable session with its truth, budget and shares."""
-    where = f"{loaded.files[case.case_id]}: case {case.case_id!r}"
     overrides = case.input.config_overrides or {}
     session, truth, flush_turn = loaded.parsed(case)
     try:
-        budget = base_budget.model_copy(update=overrides.get("budget", {}))
-        budget = TokenBudget.model_validate(budget.model_dump())
-        shares = ZoneShares.model_validate(overrides["shares"]) if "shares" in overrides \
-            else PROFILES[session.profile]
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise SuiteError(f"{where}: config_overrides: {err['msg']}. Fix the case's config_overrides.") from None
-    return SessionCase(case, session, truth, budget, shares, flush_turn)
+        budget, shares = case_budget(overrides, base_budget)
+    except ValidationError:
+        raise SuiteError(f"{loaded.files[case.case_id]}: case {case.case_id!r}: "
+                         + (overrides_problem(case, base_budget) or "config_overrides do not "
+                            "fit the run's budget. Fix the case's config_overrides.")) from None
+    return SessionCase(case, session, truth, budget, shares or PROFILES[session.profile],
+                       flush_turn)
 
 
 def probe_plan(loaded: LoadedSuite, case: BenchmarkCase) -> ProbePlan:

@@ -9,14 +9,16 @@ is made. A case is generated when a job first reads it and kept as a file
 under ``<suite>/.pool-<version>/cases/`` (git ignores it), so a study that
 stops after its first blocks never pays for the rest of the pool.
 ``materialize`` makes a list of cases ahead of time, in parallel: the
-sequential sweeper calls it for each block before the block's jobs start.
+sequential sweeper calls it for each block before the block's jobs start;
+``make_while`` makes later blocks' cases while a core is otherwise idle (the
+replay loop's first compile, ``silas_exp.eviction.two_tier.ahead``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +97,19 @@ def generate(pool: Pool, case_id: str) -> Path:
         blob = json.dumps(case.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
         write_bytes_atomic(path, (blob + "\n").encode())
     return path
+
+
+def make_while(pool: Pool, case_ids: Iterable[str], go_on: Callable[[], bool]) -> int:
+    """Make the missing case files among ``case_ids``, in order, one at a time in
+    this process, while ``go_on()`` holds; return how many were made."""
+    made = 0
+    for case_id in case_ids:
+        if not go_on():
+            break
+        if not pool.file(case_id).is_file():
+            generate(pool, case_id)
+            made += 1
+    return made
 
 
 def _generate(args: tuple[Pool, str]) -> None:

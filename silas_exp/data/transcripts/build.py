@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -187,19 +188,33 @@ def build_drafts(raw: RawSession, sid: str | None = None) -> tuple[list[Draft], 
     return b.drafts, b.current + 1
 
 
-def scrub_drafts(drafts: list[Draft], scrubber: Scrubber) -> None:
+def scrub_drafts(drafts: list[Draft], scrubber: Scrubber,
+                 counter: Callable[[int], Callable[[int], None]] | None = None) -> None:
     """Scrub every string of every draft in place (identities learned first).
 
     A call is learned together with its result, so output whose meaning is the
     command that printed it (``hostname``, ``whoami``, ``git config
-    user.name``) is read as such."""
-    scrubber.learn(s for d in drafts for s in (d.text, f"{d.action}\n{d.result or ''}"))
+    user.name``) is read as such. ``counter(total)``: a progress counter over
+    the characters of both passes (``total``), told after each draft."""
+    learned = [(d.text, f"{d.action}\n{d.result or ''}") for d in drafts]
+    total = sum(len(a) + len(b) for a, b in learned) + sum(
+        len(d.text) + len(d.result or "") for d in drafts)
+    tick = counter(total) if counter is not None else (lambda chars: None)
+
+    def learning() -> Iterator[str]:
+        for pair in learned:
+            yield from pair
+            tick(len(pair[0]) + len(pair[1]))
+
+    scrubber.learn(learning())
     for d in drafts:
+        chars = len(d.text) + len(d.result or "")
         d.text = scrubber.scrub(d.text)
         d.result = None if d.result is None else scrubber.scrub(d.result)
         d.args = scrubber.scrub_obj(d.args)
         d.tool = None if d.tool is None else scrubber.scrub(d.tool)
         d.call_id = None if d.call_id is None else scrubber.scrub(d.call_id)
+        tick(chars)
 
 
 def finish_drafts(drafts: list[Draft], quirks: Counter[str], max_item_chars: int = MAX_ITEM_CHARS

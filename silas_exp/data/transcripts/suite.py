@@ -22,12 +22,14 @@ and the opt-in.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import os
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +51,7 @@ from silas_exp.data.transcripts.events import RawSession, ReadOptions
 from silas_exp.data.transcripts.facts import extract_facts
 from silas_exp.data.transcripts.probes import compression_points, probe_plan
 from silas_exp.data.transcripts.probes_llm import ProbeCounts, llm_probe_plan
+from silas_exp.data.transcripts.progress import DEFAULT_MAX_MB, ImportProgress, check_size
 from silas_exp.data.transcripts.truth import derive_truth
 from silas_exp.errors import SuiteError
 from silas_exp.probes.schema import ProbePlan
@@ -76,6 +79,7 @@ class ImportSettings:
     extra_names: tuple[str, ...] = ()
     opt_in: str = ""  # who confirmed the sessions' owners opted in, and when
     calibration: int | None = None  # sessions whose replay case calibrates (None: a quarter)
+    max_mb: float = DEFAULT_MAX_MB  # a larger file is refused before it is read (progress.py)
 
 
 @dataclass
@@ -236,19 +240,28 @@ def _cases(session: Session, truth: SessionTruth, drafts: list[Draft], s: Import
 
 
 def _session(raw: RawSession | Session, s: ImportSettings, fmt: str, source: str,
-             taken: set[str]) -> tuple[Session, SessionTruth, list[Draft], SessionReport]:
+             taken: set[str], progress: ImportProgress
+             ) -> tuple[Session, SessionTruth, list[Draft], SessionReport]:
     scrubber = Scrubber(extra_names=s.extra_names)
     sid = _safe_id(scrubber.scrub(raw.session_id))
     while sid in taken:
         sid = f"{sid}-x"
     taken.add(sid)
+    label = f"{sid}: scrubbing PII"
+
+    def counter(total: int) -> Callable[[int], None]:
+        progress.step(f"{label} in {len(drafts):,} items (two passes over "
+                      f"{total / 2 / (1 << 20):,.1f} MB of text)")
+        return progress.work(label, total)
+
     if isinstance(raw, Session):  # items as they are (their own ids)
         drafts, turns, quirks = drafts_of_session(raw), raw.turns, Counter[str]()
-        scrub_drafts(drafts, scrubber)
+        scrub_drafts(drafts, scrubber, counter)
     else:  # item ids follow the scrubbed session id
         (drafts, turns), quirks = build_drafts(raw, sid), raw.quirks
-        scrub_drafts(drafts, scrubber)
+        scrub_drafts(drafts, scrubber, counter)
         finish_drafts(drafts, quirks)
+    progress.step(f"{sid}: facts and ground truth")
     rep = SessionReport(sid, source, fmt, turns=turns, items=len(drafts))
     rep.facts = extract_facts(drafts)
     derived = derive_truth(drafts)
@@ -266,10 +279,13 @@ def _session(raw: RawSession | Session, s: ImportSettings, fmt: str, source: str
 
 def import_transcripts(paths: list[Path], out: Path, *, fmt: str = "auto",
                        settings: ImportSettings | None = None,
-                       writer: ProbeModel | None = None) -> ImportReport:
+                       writer: ProbeModel | None = None,
+                       progress: ImportProgress | None = None) -> ImportReport:
     """Read, scrub and derive every session of ``paths``; write the suite to
-    ``out`` (created; an existing suite there is replaced only as a whole)."""
+    ``out`` (created; an existing suite there is replaced only as a whole).
+    ``progress``: where a large import says how far it is (default: nowhere)."""
     s = settings or ImportSettings()
+    progress = progress or ImportProgress(io.StringIO())
     if not s.opt_in:
         raise SuiteError("organic sessions need their owners' opt-in (§20.7); pass --opt-in to "
                          "confirm it, and it is recorded in the suite's metadata")
@@ -277,29 +293,38 @@ def import_transcripts(paths: list[Path], out: Path, *, fmt: str = "auto",
         raise SuiteError(f"--fill is {s.fill}; pass a positive window fill such as 2.5")
     read: list[tuple[str, str, RawSession | Session]] = []
     sources = []
+    paths = [Path(p) for p in paths]
     for path in paths:
-        path = Path(path)
         if not path.is_file():
             raise SuiteError(f"{path}: not a file; pass transcript files (Claude Code .jsonl, "
                              ".aider.chat.history.md, SWE-agent .traj, chat .jsonl)")
+    sizes = [check_size(path, s.max_mb) for path in paths]  # every file, before reading any
+    for path, size in zip(paths, sizes, strict=True):
+        progress.file(path, size)
         used, raws = _read(path, fmt, s.read)
         source = Scrubber(extra_names=s.extra_names).scrub(path.name)
         sources.append({"file": source, "sha256": _sha256(path), "format": used})
-        read += [(used, source, raw) for raw in ([raws] if isinstance(raws, Session) else raws)]
-    return write_suite(read, out, s, sources, writer)
+        sessions = [raws] if isinstance(raws, Session) else raws
+        events = sum(len(r.items) if isinstance(r, Session) else len(r.events) for r in sessions)
+        progress.step(f"{path.name}: {len(sessions)} session(s), {events:,} messages and events")
+        read += [(used, source, raw) for raw in sessions]
+    return write_suite(read, out, s, sources, writer, progress)
 
 
 def write_suite(sessions: list[tuple[str, str, RawSession | Session]], out: Path,
                 settings: ImportSettings, sources: list[dict[str, Any]] | None = None,
-                writer: ProbeModel | None = None) -> ImportReport:
+                writer: ProbeModel | None = None,
+                progress: ImportProgress | None = None) -> ImportReport:
     """(format, source file name, session) triples -> the suite folder ``out``."""
     s = settings
+    progress = progress or ImportProgress(io.StringIO())
     suite_id = _safe_id(s.name)
     report = ImportReport(str(out), suite_id, sources=list(sources or []))
     cases: list[BenchmarkCase] = []
     taken: set[str] = set()
     for used, source, raw in sessions:
-        session, truth, drafts, rep = _session(raw, s, used, source, taken)
+        session, truth, drafts, rep = _session(raw, s, used, source, taken, progress)
+        progress.step(f"{rep.session_id}: budget, compression points and probes")
         cases += _cases(session, truth, drafts, s, rep, source, writer)
         report.sessions.append(rep)
     _tag_calibration(cases, s.calibration, report)
@@ -307,6 +332,7 @@ def write_suite(sessions: list[tuple[str, str, RawSession | Session]], out: Path
         names = ", ".join(sorted({src for _, src, _ in sessions})) or "the input"
         raise SuiteError(f"{names}: no session gave a case (no ground truth and no probe); import "
                          "longer sessions, where later turns use what earlier ones showed")
+    progress.step(f"writing {len(cases)} case(s) to {out}")
     _write(out, suite_id, s, cases, report)
     return report
 

@@ -24,14 +24,16 @@ float noise of a grid boundary may land one grid step apart.
 from __future__ import annotations
 
 import math
-import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from json.encoder import encode_basestring_ascii
+from typing import Any
 
 import numpy as np
 
 from silas_exp.context.budget import TokenBudget, ZoneShares
+from silas_exp.context.replay import ENGINE_VARIABLE, compiled_enabled  # noqa: F401 (re-exported)
 from silas_exp.context.stats import Flush, NeedEvent, Ranking, ReplayStats, tuple_maker
 from silas_exp.context.window import LiveItem, mask_placeholder
 from silas_exp.eviction.two_tier.encode import Encoded, encoded, forget_encodings
@@ -46,20 +48,17 @@ from silas_exp.llm.base import Usage
 from silas_exp.llm.simulated import _ANSWER_JSON, _schema_chars, key64
 from silas_exp.schema.session import Session, SessionTruth
 
-ENGINE_VARIABLE = "SILAS_EXP_REPLAY"  # "python": every replay in Python (default: auto)
+enabled = compiled_enabled  # SILAS_EXP_REPLAY=python turns the compiled loop off
 
 
-def enabled() -> bool:
-    """Whether replays may take the compiled loop (``SILAS_EXP_REPLAY=python`` turns it off)."""
-    return os.environ.get(ENGINE_VARIABLE, "auto").strip().lower() != "python"
+def _kernel():
+    """The loop's module, imported on first use: numba's import costs a job
+    that never replays two-tier eviction ~0.4 s. A compile of it under way in
+    the background (``ahead``) is waited for, then its machine code loaded."""
+    from silas_exp.eviction.two_tier import ahead, kernel
 
-
-def _replay_kernel():
-    """The loop, imported on first use: numba's import costs a job that never
-    replays two-tier eviction ~0.4 s."""
-    from silas_exp.eviction.two_tier.kernel import replay_kernel
-
-    return replay_kernel
+    ahead.wait()
+    return kernel
 
 # the simulated main model's answer, counted in characters without encoding it:
 # the encoder's layout (keys sorted, ", " and ": " separators, ASCII escapes) is
@@ -99,13 +98,23 @@ def warm_up() -> None:
                 scorer_model="heuristic")
     replay(session, SessionTruth(), budget, ReplayStats(), None, loop)
     forget_encodings()
+    from silas_exp.scorers.prompt_inprocess import warm_up as prompt_warm_up
+
+    prompt_warm_up()  # the prompt scorer's in-process answers, which the loop's pauses ask for
 
 
 @dataclass(frozen=True)
 class Loop:
     """What the loop takes from a ``TwoTierEviction``: its settings, budget and
-    shares, its linear scorer's weights (and model id, for the feedback rows),
-    and its keep-back broker (None without keep-backs)."""
+    shares, its scorer's weights (and model id, for the feedback rows), and its
+    keep-back broker (None without keep-backs). How Tier 2 scores:
+
+    - ``LINEAR`` (default): ``weights``, fixed;
+    - ``ONLINE``: ``weights`` refitted as ``OnlineScorer.observe`` refits them:
+      ``online`` is the scorer (its ``settings`` and ``refit``);
+    - ``EXTERNAL``: ``scores(items, tok, masked, active, last_ref, turn)`` of the
+      evictable items (indices into the session's items, and their state) in
+      grid steps, from Python: a scorer whose work is not the loop's."""
 
     keepbacks: bool
     zone_cap_factor: float
@@ -115,25 +124,97 @@ class Loop:
     broker: KeepBackBroker | None
     scope_id: str
     scorer_model: str
+    scoring: int = 0  # records.LINEAR
+    online: Any = None
+    scores: Callable[..., np.ndarray] | None = None
 
 
 def replay(session: Session, truth: SessionTruth, budget: TokenBudget, stats: ReplayStats,
-           flush_turn: int | None, loop: Loop) -> bool:
+           flush_turn: int | None, loop: Loop,
+           before_step: Callable[[int], None] | None = None) -> bool:
     """``replay(session, truth, step, budget, stats)`` where ``step`` is the
     strategy's ``step`` (its ``compress`` at ``flush_turn``), through the
     compiled loop: True, or False (nothing replayed, nothing recorded) when the
     session is not one the loop takes (a group named like an item, too many
-    items or turns) or ``stats`` holds a replay already."""
+    items or turns) or ``stats`` holds a replay already.
+
+    ``before_step(turn)`` is called for every turn, each before the scorer
+    changes: an ``ONLINE`` scorer's turns up to a refit just before it, and
+    every turn after the last refit (or, for a scorer that never changes,
+    every turn) once the loop is done."""
     if stats.turns or stats.needs:
         return False
     enc = encoded(session, truth, budget)
     if enc.groups_named_like_items or not enc.fits:
         return False
-    weights = np.ascontiguousarray(np.asarray(loop.weights, dtype=float))
-    out = _replay_kernel()(enc.item_arrays, enc.turn_arrays, params(loop, flush_turn, enc.n_groups),
-                           weights)
-    _decode(enc, out, loop, budget, stats)
+    if loop.scoring == _kernel().EXTERNAL and loop.scores is None:
+        return False
+    out, counted = _run(enc, params(loop, flush_turn, enc.n_groups), loop, before_step)
+    _decode(enc, out, loop, budget, stats, counted)
     return True
+
+
+def _run(enc: Encoded, p, loop: Loop, before_step: Callable[[int], None] | None):
+    """The loop on ``enc``, its pauses answered (the scores of an ``EXTERNAL``
+    scorer, an ``ONLINE`` scorer's refits), ``before_step`` called for each
+    turn before the scorer is next asked or changes; its ``ReplayLog`` and
+    the Tier-2 calls whose keep-backs are counted already. An ``EXTERNAL``
+    scorer's calls are counted as it answers them: the keep-back calls before
+    each are counted first, so the accounting adds them up in the Python
+    loop's order."""
+    K = _kernel()
+    items, n = enc.item_arrays, len(enc.ids)
+    weights = np.array(loop.weights, dtype=float)  # the loop's own: a refit writes into it
+    st = K.new_state(items, enc.turn_arrays, len(weights))
+    ev, w = st.scratch[0], st.w
+    ext_scores = np.empty(n if loop.scoring == K.EXTERNAL else 0, np.int64)
+    online = loop.online if loop.scoring == K.ONLINE else None
+    size = online.settings.window if online is not None else 1
+    ring_x = np.empty((size, len(weights)))
+    ring_y = np.empty(size)
+    io = np.zeros(16, np.int64)
+    if online is not None:
+        io[6], io[7] = online.settings.update_every, online.settings.min_records
+    called = 0  # turns before_step was called for
+    counted = 0  # Tier-2 calls whose keep-backs are counted
+    broker = loop.broker if loop.scoring == K.EXTERNAL else None
+
+    def count_keepbacks() -> int:
+        if broker is None:
+            return counted
+        broker.llm.accounting.record_usages("keepback", broker.main.model_id,
+                                            keepback_usages(enc, K.replay_log(st, io), counted))
+        return int(io[12])
+
+    def up_to(turn: int) -> int:
+        if before_step is not None:
+            for t in range(called, turn):
+                before_step(t)
+        return max(called, turn)
+
+    while True:
+        K.replay_kernel(items, enc.turn_arrays, p, weights, st, ext_scores, ring_x, ring_y, io)
+        code, turn = io[0], int(io[1])
+        if code == K.SCORES:  # before_step(turn) comes before the turn's step
+            counted = count_keepbacks()
+            called = up_to(turn + 1)
+            rows = ev[:int(io[2])]
+            ext_scores[:len(rows)] = loop.scores(rows, w.tok[rows], w.masked[rows], w.active[rows],
+                                                 w.last_ref[rows], turn)
+        elif code == K.REFIT:
+            called = up_to(turn + 1)
+            held, slot = int(io[3]), int(io[4])
+            order = np.arange(slot - held, slot) % size  # oldest first, as the scorer's deque
+            online.refit(ring_x[order], ring_y[order])
+            weights[:] = online.weights
+        else:
+            counted = count_keepbacks()
+            up_to(enc.turns)
+            if online is not None:  # the scorer's window as the Python loop leaves it
+                held, slot = int(io[3]), int(io[4])
+                order = np.arange(slot - held, slot) % size
+                online.restore(ring_x[order], ring_y[order], int(io[5]))
+            return K.replay_log(st, io), counted
 
 
 def params(loop: Loop, flush_turn: int | None, n_groups: int):
@@ -160,10 +241,11 @@ def params(loop: Loop, flush_turn: int | None, n_groups: int):
         latency_median_ms=float(main.latency_median_ms) if main else 0.0,
         latency_sigma=float(main.latency_sigma) if main else 0.0,
         timeout_ms=float(main.eviction_feedback_timeout_ms) if main else 0.0,
-        key_keepback=keys[0], key_latency=keys[1], key_empty=keys[2])
+        key_keepback=keys[0], key_latency=keys[1], key_empty=keys[2], scoring=int(loop.scoring))
 
 
-def _decode(enc: Encoded, out, loop: Loop, budget: TokenBudget, stats: ReplayStats) -> None:
+def _decode(enc: Encoded, out, loop: Loop, budget: TokenBudget, stats: ReplayStats,
+            counted: int = 0) -> None:
     served, call_turn, call_cand_end, call_in_time = out.served, out.call_turn, out.call_cand_end, out.call_in_time
     c = out.candidates
     c_item, c_score, c_kept, c_answer = c.item, c.score, c.kept, c.answer
@@ -215,23 +297,58 @@ def _decode(enc: Encoded, out, loop: Loop, budget: TokenBudget, stats: ReplaySta
                 shots.append(shot)
             st.flush_log.append(Flush(t, tuple(shots), tuple(ok and answer[j] for j in range(lo, hi))))
     if loop.keepbacks and out.call_sent.any():
-        _record_flushes(enc, loop, out)
+        _record_flushes(enc, loop, out, counted)
 
 
-def _record_flushes(enc: Encoded, loop: Loop, out) -> None:
+def _sent(out, first: int = 0):
+    """The flushes sent to the main model from Tier-2 call ``first`` on (a
+    proposal's number is its call's), each one's first candidate and count."""
+    calls = np.flatnonzero(out.call_sent[first:]) + first
+    starts = np.concatenate(([0], out.call_cand_end[:-1]))[calls]
+    return calls, starts, out.call_cand_end[calls] - starts
+
+
+def keepback_usages(enc: Encoded, out, first: int = 0) -> list[Usage]:
+    """The usage of each keep-back call from Tier-2 call ``first`` on, in call
+    order (what the simulated backend counts of ``KeepBackBroker.resolve``'s
+    request and ``simulated_keepback``'s answer): prompt characters (system,
+    message, schema) and answer characters."""
+    calls, starts, counts = _sent(out, first)
+    if not len(calls):
+        return []
+    rows = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+    c = out.candidates
+    item, answered = c.item[rows], c.answer[rows]
+    ids = enc.ids
+    fixed_chars = len(SYSTEM) + len(keepback_message("", [])) + _schema_chars(KEEPBACK_SCHEMA)
+    in_chars = (np.add.reduceat(enc.line_chars(item)[item], np.cumsum(counts) - counts)
+                + fixed_chars + counts - 1).tolist()
+    reasons = np.where(c.grade[rows] > 0, "still needed", "may need").tolist()
+    said_rows = np.flatnonzero(answered).tolist()
+    said_ids = list(map(ids.__getitem__, item[said_rows].tolist()))
+    bounds = np.searchsorted(said_rows, np.cumsum(counts)).tolist()
+    usages, lo = [], 0
+    for chars, hi in zip(in_chars, bounds, strict=True):
+        out_chars = answer_chars(said_ids[lo:hi], [reasons[j] for j in said_rows[lo:hi]]) \
+            if hi > lo else _NOTHING_KEPT
+        usages.append(Usage(input_tokens=math.ceil(chars / 3.5), output_tokens=math.ceil(out_chars / 3.5)))
+        lo = hi
+    return usages
+
+
+def _record_flushes(enc: Encoded, loop: Loop, out, counted: int = 0) -> None:
     """Each flush the main model saw: its proposal and feedback as the store's
     rows, its call in the client's accounting (what ``KeepBackBroker.resolve``,
-    ``feedback_record`` and the simulated backend leave), made column-wise."""
-    call_turn, call_cand_end, call_in_time = out.call_turn, out.call_cand_end, out.call_in_time
+    ``feedback_record`` and the simulated backend leave), made column-wise;
+    the calls before Tier-2 call ``counted`` are counted already."""
+    call_turn, call_in_time = out.call_turn, out.call_in_time
     c = out.candidates
     c_item, c_score, c_answer, c_grade = c.item, c.score, c.answer, c.grade
     c_tok, c_masked, c_last_ref = c.tok, c.masked, c.last_ref
     broker = loop.broker
     scope, scorer_model = loop.scope_id, loop.scorer_model
-    # the flushes sent (proposal number = the Tier-2 call's), their candidates
-    calls = np.flatnonzero(out.call_sent)
-    starts = np.concatenate(([0], call_cand_end[:-1]))[calls]
-    counts = call_cand_end[calls] - starts
+    calls, _, counts = _sent(out)
+    starts = np.concatenate(([0], out.call_cand_end[:-1]))[calls]
     rows = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
     call_of_row = np.repeat(calls, counts)
     turn = call_turn[call_of_row]
@@ -242,22 +359,14 @@ def _record_flushes(enc: Encoded, loop: Loop, out) -> None:
     cand_ids = list(map(ids.__getitem__, item.tolist()))
     scores = c_score[rows].tolist()
     reasons = np.where(c_grade[rows] > 0, "still needed", "may need").tolist()
-    # the calls: prompt characters (system, message, schema), answer characters
-    fixed_chars = len(SYSTEM) + len(keepback_message("", [])) + _schema_chars(KEEPBACK_SCHEMA)
-    in_chars = (np.add.reduceat(enc.line_chars(item)[item], np.cumsum(counts) - counts)
-                + fixed_chars + counts - 1).tolist()
     bounds = np.cumsum(counts).tolist()
     answered_l, kept_l = answered.tolist(), kept.tolist()
-    usages: list[Usage] = []
     proposals: list[tuple] = []
     pids: list[str] = []
     lo = 0
-    for number, t, hi, chars, in_time in zip(calls.tolist(), call_turn[calls].tolist(), bounds, in_chars,
-                                             call_in_time[calls].tolist(), strict=True):
+    for number, t, hi, in_time in zip(calls.tolist(), call_turn[calls].tolist(), bounds,
+                                      call_in_time[calls].tolist(), strict=True):
         said = [j for j in range(lo, hi) if answered_l[j]]
-        out_chars = answer_chars([cand_ids[j] for j in said], [reasons[j] for j in said]) \
-            if said else _NOTHING_KEPT
-        usages.append(Usage(input_tokens=math.ceil(chars / 3.5), output_tokens=math.ceil(out_chars / 3.5)))
         pid = f"{scope}:{t}:{number}"
         pids.append(pid)
         if in_time:
@@ -268,7 +377,8 @@ def _record_flushes(enc: Encoded, loop: Loop, out) -> None:
             proposals.append(proposal_row(pid, scope, t, scorer_model, datetime.now(UTC), "auto",
                                           cand_ids[lo:hi], ()))
         lo = hi
-    broker.llm.accounting.record_usages("keepback", broker.main.model_id, usages)
+    broker.llm.accounting.record_usages("keepback", broker.main.model_id,
+                                        keepback_usages(enc, out, counted))
     col = enc.columns
     broker.store.record_rows(proposals, candidate_rows(
         np.repeat(np.array(pids, dtype=object), counts).tolist(),

@@ -130,6 +130,8 @@ class Encoded:
             "const_table": np.ascontiguousarray(_CONSTANT_TABLE),
         }
         self._statuses, self._relevance = statuses, relevance
+        # the columns a scorer reads items by (``array_scorer``)
+        self.kinds, self.statuses, self.relevances, self.completed_turns = kinds, statuses, relevance, completed
         self.groups_named_like_items = any(g in index for g in groups)
         self.n_groups = len(groups)
         # a subscription's refresh turns (flat, with offsets), and the subscriptions
@@ -177,6 +179,11 @@ class Encoded:
         self.turns = turns
         self.fits = n < (1 << 21) and turns < (1 << 20)
         self._line_chars = np.full(n, -1, dtype=np.int64)
+
+    @functools.cached_property
+    def snippets(self) -> list[str]:
+        """Each item's ``LiveItem.snippet``."""
+        return [text[_SNIPPET] for text in self._texts]
 
     @functools.cached_property
     def columns(self) -> dict[str, np.ndarray]:

@@ -44,16 +44,22 @@ from silas_exp.eviction.two_tier.records import (
     C_SCORER_CALLS,
     C_TRIVIAL,
     CHRONICLE,
+    END,
     EVICTED,
+    EXTERNAL,
     IN_WINDOW,
     KIND_ACK,
     KIND_SUBSCRIPTION,
     KIND_TOOL_RESULT,
     MEMORY,
     N_COUNTERS,
+    ONLINE,
+    REFIT,
+    SCORES,
     SYSTEM,
     UNBORN,
     WORKSPACE,
+    LoopState,
     Proposal,
     ReplayLog,
     WindowState,
@@ -502,25 +508,32 @@ def evictable(w, items, m, ev):
 
 
 @njit(cache=True, inline="always")
+def feature_row(x, i, turn, last_ref, tok, masked, items):
+    """``feature_matrix``'s row of item ``i`` at ``turn`` (its last reference,
+    tokens and masked as given) into ``x``."""
+    n_features = x.shape[0]
+    age = turn - last_ref if last_ref < turn else 0
+    row = items.const_table[items.const_row[i]]
+    for c in range(n_features - 6):
+        x[c] = row[c]
+    x[n_features - 6] = math.log1p(age)
+    x[n_features - 5] = math.log1p(tok) / _LOG_1000
+    x[n_features - 4] = 1.0 if items.is_error[i] else 0.0
+    x[n_features - 3] = 1.0 if masked else 0.0
+    x[n_features - 2] = 1.0 if items.completed[i] <= turn else 0.0
+    x[n_features - 1] = items.relevance[i] - 0.5
+
+
+@njit(cache=True, inline="always")
 def linear_scores_on_grid(w, items, ev, k, turn, weights, x, score_int):
     """``on_grid(linear_scores(items, turn, weights))`` as grid steps
     (``score_int / 2**32`` is the score): the feature row (``feature_matrix``),
     its dot product and sigmoid, snapped to the grid."""
     n_features = weights.shape[0]
-    last_ref, tok, masked, table, const_row = w.last_ref, w.tok, w.masked, items.const_table, items.const_row
-    is_error, completed, relevance = items.is_error, items.completed, items.relevance
+    last_ref, tok, masked = w.last_ref, w.tok, w.masked
     for a in range(k):
         i = ev[a]
-        age = turn - last_ref[i] if last_ref[i] < turn else 0
-        row = table[const_row[i]]
-        for c in range(n_features - 6):
-            x[c] = row[c]
-        x[n_features - 6] = math.log1p(age)
-        x[n_features - 5] = math.log1p(tok[i]) / _LOG_1000
-        x[n_features - 4] = 1.0 if is_error[i] else 0.0
-        x[n_features - 3] = 1.0 if masked[i] else 0.0
-        x[n_features - 2] = 1.0 if completed[i] <= turn else 0.0
-        x[n_features - 1] = relevance[i] - 0.5
+        feature_row(x, i, turn, last_ref[i], tok[i], masked[i], items)
         s = 0.0
         for c in range(n_features):
             s += x[c] * weights[c]
@@ -669,15 +682,32 @@ def keep_groups(items, cands, lo, hi, g_kept):
 
 @njit(cache=True, inline="always")
 def tier2(w, items, turns, params, turn, m, weights, scratch, rank_item, n_rank, cands, n_cand):
-    """``TwoTierEviction.tier2``: scores, ranking, proposal, keep-backs,
-    evictions and the hard ceiling. The ranking goes to ``rank_item`` after
-    ``n_rank``, the candidates to ``cands`` after ``n_cand`` (both grown as
-    needed); returns (rank_item, ranked, cands, candidates, sent to the main
-    model, answered in time)."""
-    ev, score_int, nxt, chosen, grade_of, g_first, g_last, g_kept, x = scratch
+    """``TwoTierEviction.tier2`` with a linear scorer: its items scored
+    (``tier2_items``, ``linear_scores_on_grid``), then ``tier2_decide``."""
+    ev, score_int = scratch[0], scratch[1]
+    k = tier2_items(w, items, m, ev)
+    linear_scores_on_grid(w, items, ev, k, turn, weights, scratch[8], score_int)
+    return tier2_decide(w, items, turns, params, turn, k, scratch, rank_item, n_rank, cands, n_cand)
+
+
+@njit(cache=True, inline="always")
+def tier2_items(w, items, m, ev):
+    """``TwoTierEviction.tier2``'s items and ``_score``'s count of the call:
+    the evictable items into ``ev``; their count."""
     k = evictable(w, items, m, ev)
     w.counters[C_SCORER_CALLS] += 1
-    linear_scores_on_grid(w, items, ev, k, turn, weights, x, score_int)
+    return k
+
+
+@njit(cache=True, inline="always")
+def tier2_decide(w, items, turns, params, turn, k, scratch, rank_item, n_rank, cands, n_cand):
+    """``TwoTierEviction.tier2`` once the ``k`` items in ``scratch``'s ``ev``
+    are scored (``score_int``): ranking, proposal, keep-backs, evictions and
+    the hard ceiling. The ranking goes to ``rank_item`` after ``n_rank``, the
+    candidates to ``cands`` after ``n_cand`` (both grown as needed); returns
+    (rank_item, ranked, cands, candidates, sent to the main model, answered
+    in time)."""
+    ev, score_int, nxt, chosen, grade_of, g_first, g_last, g_kept, _ = scratch
     order = keep_first(ev, k, score_int, items.rank)
     rank_item = grow(rank_item, n_rank + k)
     for a in range(k):
@@ -720,6 +750,26 @@ def tier2(w, items, turns, params, turn, m, weights, scratch, rank_item, n_rank,
     return rank_item, k, cands, n_chosen, sent, in_time
 
 
+@njit(cache=True, inline="always")
+def observe(items, cands, lo, hi, turn, ring_x, ring_y, ring):
+    """``OnlineScorer.observe``: each candidate's feature row (as proposed) and
+    whether it was kept back, appended to the rolling window (``ring_x``,
+    ``ring_y``: the oldest overwritten once full; ``ring``: rows held, next
+    slot, observations); True when a refit is due (every ``update_every``
+    observations, once ``min_records`` rows are held: ``ring[3]``, ``ring[4]``)."""
+    size = ring_y.shape[0]
+    for j in range(lo, hi):
+        slot = ring[1]
+        feature_row(ring_x[slot], cands.item[j], turn, cands.last_ref[j], cands.tok[j],
+                    cands.masked[j], items)
+        ring_y[slot] = 1.0 if cands.kept[j] else 0.0
+        ring[1] = (slot + 1) % size
+        if ring[0] < size:
+            ring[0] += 1
+    ring[2] += 1
+    return ring[2] % ring[3] == 0 and ring[0] >= ring[4]
+
+
 # -- the replay -------------------------------------------------------------------
 
 @njit(cache=True, inline="always")
@@ -760,68 +810,107 @@ def refresh_subscriptions(w, items, turns, turn):
             w.last_ref[i] = turn
 
 
-@njit(cache=True, inline="always")
-def step(w, items, turns, params, turn, weights, scratch, rank_item, n_rank, cands, n_cand):
-    """``TwoTierEviction.step`` (``.compress`` at the flush turn): Tier 1, then
-    Tier 2 when usage is over the threshold (over ``evict_to_pct`` at the flush
-    turn). Returns ``tier2``'s values, with ``k`` -1 when Tier 2 did not run."""
-    threshold = params.threshold_pct * params.total
-    flush = turn == params.flush_turn
-    if not flush and w.tot[0] > threshold:  # the budget guard: this turn is under pressure
-        w.counters[C_GUARD] += 1
-    m = tier1(w, items, params, turn)
-    if w.tot[0] > (params.evict_to_pct * params.total if flush else threshold):
-        return tier2(w, items, turns, params, turn, m, weights, scratch, rank_item, n_rank, cands,
-                     n_cand)
-    return rank_item, -1, cands, 0, False, False
-
-
 @njit(cache=True)
-def replay_kernel(items, turns, params, weights):
-    """``replay(session, truth, strategy.step, budget, stats)``: one case's
-    replay on arrays. Returns its ``ReplayLog``."""
+def new_state(items, turns, n_features):
+    """A replay's ``LoopState`` before its first turn: room for every arrival
+    and re-retrieval, and for Tier 2's rankings and candidates at every turn."""
     n = items.born.shape[0]
     n_turns = turns.arr_off.shape[0] - 1
     n_needs = turns.need_item.shape[0]
-    w = new_window(items.full, items.born, n + n_needs + 1)  # insertions: arrivals, re-retrievals
-    window_tokens = np.zeros(n_turns, np.int64)
-    served = np.zeros(n_needs, np.bool_)
-    # per Tier-2 call (at most one a turn): turn, end of its ranking, end of its
-    # candidates, sent to the main model, resolved by it in time
-    call_turn = np.empty(n_turns, np.int64)
-    call_rank_end = np.empty(n_turns, np.int64)
-    call_cand_end = np.empty(n_turns, np.int64)
-    call_sent = np.empty(n_turns, np.bool_)
-    call_in_time = np.empty(n_turns, np.bool_)
-    n_calls = 0
-    rank_item = np.empty(64, np.int64)
-    n_rank = 0
-    cands = new_proposal(64)
-    n_cand = 0
-    groups = max(params.n_groups, 1)
-    scratch = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
-               np.empty(n, np.int64), np.zeros(n, np.int64), np.full(groups, -1, np.int64),
-               np.full(groups, -1, np.int64), np.zeros(groups, np.bool_), np.empty(weights.shape[0]))
-    for turn in range(n_turns):
-        arrive(w, items, turns, turn)
-        serve_needs(w, items, turns, turn, served)
-        refresh_subscriptions(w, items, turns, turn)
-        rank_item, k, cands, n_chosen, sent, in_time = step(
-            w, items, turns, params, turn, weights, scratch, rank_item, n_rank, cands, n_cand)
-        if k >= 0:
+    room = max(n_turns * n, 1)  # at most one Tier-2 call a turn, each ranking at most every item
+    groups = n + 1
+    return LoopState(new_window(items.full, items.born, n + n_needs + 1), np.zeros(n_turns, np.int64),
+                     np.zeros(n_needs, np.bool_), np.empty(n_turns, np.int64),
+                     np.empty(n_turns, np.int64), np.empty(n_turns, np.int64),
+                     np.empty(n_turns, np.bool_), np.empty(n_turns, np.bool_),
+                     np.empty(room, np.int64), new_proposal(room),
+                     (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
+                      np.empty(n, np.int64), np.zeros(n, np.int64), np.full(groups, -1, np.int64),
+                      np.full(groups, -1, np.int64), np.zeros(groups, np.bool_), np.empty(n_features)))
+
+
+@njit(cache=True)
+def replay_kernel(items, turns, params, weights, st, ext_scores, ring_x, ring_y, io):
+    """``replay(session, truth, strategy.step, budget, stats)``: one case's
+    replay on arrays, in ``st`` (``new_state``), from the turn ``io[8]`` on.
+    It returns at the end (``io[0] == END``; the counts of rankings,
+    candidates and Tier-2 calls in ``io[10:13]``) or where the scorer's work
+    is not the loop's, with ``io[0]`` saying why; called again, it goes on:
+
+    - ``SCORES`` (``params.scoring == EXTERNAL``: a scorer whose scores come
+      from Python): Tier 2 at turn ``io[1]`` needs the scores of the ``io[2]``
+      items in ``st.scratch[0]`` as grid steps in ``ext_scores``
+      (``TwoTierEviction._score``);
+    - ``REFIT`` (``params.scoring == ONLINE``: ``OnlineScorer``): after turn
+      ``io[1]``, the rolling window (``ring_x``, ``ring_y``; ``io[3:8]``: rows
+      held, next slot, observations, ``update_every``, ``min_records``) is due
+      a refit, written into ``weights`` before the loop goes on.
+
+    ``step`` (``TwoTierEviction.step``, ``.compress`` at the flush turn) is
+    written out in the turn loop: Tier 1, then Tier 2 when usage is over the
+    threshold (over ``evict_to_pct`` at the flush turn)."""
+    w, scratch = st.w, st.scratch
+    ev, score_int = scratch[0], scratch[1]
+    rank_item, cands = st.rank_item, st.cands
+    n_turns = turns.arr_off.shape[0] - 1
+    n_rank, n_cand, n_calls = io[10], io[11], io[12]
+    ring = io[3:8]
+    threshold = params.threshold_pct * params.total
+    turn = io[8]
+    while turn < n_turns:
+        scored = io[9] == 1  # back with the scores of this turn's Tier 2
+        io[9] = 0
+        tier2 = scored
+        if scored:
+            k = io[2]
+            score_int[:k] = ext_scores[:k]
+        else:
+            arrive(w, items, turns, turn)
+            serve_needs(w, items, turns, turn, st.served)
+            refresh_subscriptions(w, items, turns, turn)
+            flush = turn == params.flush_turn
+            if not flush and w.tot[0] > threshold:  # the budget guard: this turn is under pressure
+                w.counters[C_GUARD] += 1
+            m = tier1(w, items, params, turn)
+            if w.tot[0] > (params.evict_to_pct * params.total if flush else threshold):
+                tier2 = True
+                k = tier2_items(w, items, m, ev)
+                if params.scoring == EXTERNAL:
+                    io[0], io[1], io[2], io[8], io[9] = SCORES, turn, k, turn, 1
+                    io[10], io[11], io[12] = n_rank, n_cand, n_calls
+                    return
+                linear_scores_on_grid(w, items, ev, k, turn, weights, scratch[8], score_int)
+        refit = False
+        if tier2:
+            rank_item, k, cands, n_chosen, sent, in_time = tier2_decide(
+                w, items, turns, params, turn, k, scratch, rank_item, n_rank, cands, n_cand)
+            if params.scoring == ONLINE:
+                refit = observe(items, cands, n_cand, n_cand + n_chosen, turn, ring_x, ring_y, ring)
             n_rank += k
             n_cand += n_chosen
-            call_turn[n_calls] = turn
-            call_rank_end[n_calls] = n_rank
-            call_cand_end[n_calls] = n_cand
-            call_sent[n_calls] = sent
-            call_in_time[n_calls] = in_time
+            st.call_turn[n_calls] = turn
+            st.call_rank_end[n_calls] = n_rank
+            st.call_cand_end[n_calls] = n_cand
+            st.call_sent[n_calls] = sent
+            st.call_in_time[n_calls] = in_time
             n_calls += 1
-        window_tokens[turn] = w.tot[0]
-    m = live_items(w)
-    n_ev = w.n_ev[0]
-    return ReplayLog(w.counters, window_tokens, served, w.ev_turn[:n_ev], w.ev_item[:n_ev],
-                     call_turn[:n_calls], call_rank_end[:n_calls], call_cand_end[:n_calls],
-                     call_sent[:n_calls], call_in_time[:n_calls], rank_item[:n_rank],
-                     head(cands, n_cand), w.live[:m].copy(), w.masked, w.active)
+        st.window_tokens[turn] = w.tot[0]
+        turn += 1
+        if refit:
+            io[0], io[1], io[8] = REFIT, turn - 1, turn
+            io[10], io[11], io[12] = n_rank, n_cand, n_calls
+            return
+    io[0], io[8] = END, turn
+    io[10], io[11], io[12] = n_rank, n_cand, n_calls
 
+
+@njit(cache=True)
+def replay_log(st, io):
+    """The ``ReplayLog`` of a replay ``replay_kernel`` ended."""
+    w = st.w
+    m = live_items(w)
+    n_ev, n_calls = w.n_ev[0], io[12]
+    return ReplayLog(w.counters, st.window_tokens, st.served, w.ev_turn[:n_ev], w.ev_item[:n_ev],
+                     st.call_turn[:n_calls], st.call_rank_end[:n_calls], st.call_cand_end[:n_calls],
+                     st.call_sent[:n_calls], st.call_in_time[:n_calls], st.rank_item[:io[10]],
+                     head(st.cands, io[11]), w.live[:m].copy(), w.masked, w.active)

@@ -29,6 +29,10 @@ KIND_OTHER, KIND_TOOL_RESULT, KIND_ACK, KIND_SUBSCRIPTION = 0, 1, 2, 3
 NOT_COMPLETED = 1 << 62
 # item states
 UNBORN, IN_WINDOW, EVICTED = 0, 1, 2
+# how Tier 2 scores (Params.scoring): linear weights, refitted online (OnlineScorer),
+# or scores from Python at a pause; why the loop yields (io[0])
+LINEAR, ONLINE, EXTERNAL = 0, 1, 2
+END, SCORES, REFIT = 0, 1, 2
 # counters, by position (ReplayStats fields of the same names)
 (C_GUARD, C_PROPOSALS, C_SCORER_CALLS, C_AUTO, C_CEILING, C_RERETRIEVALS, C_RERETRIEVED_TOKENS,
  C_MASKED, C_TRIVIAL, C_DEACTIVATED) = range(10)
@@ -92,6 +96,7 @@ class Params(NamedTuple):
     key_keepback: np.uint64
     key_latency: np.uint64
     key_empty: np.uint64  # key64(""): the latency draw's name
+    scoring: int  # LINEAR, ONLINE or EXTERNAL
 
 
 class WindowState(NamedTuple):
@@ -141,3 +146,21 @@ class ReplayLog(NamedTuple):
     final: np.ndarray
     masked: np.ndarray
     active: np.ndarray
+
+
+class LoopState(NamedTuple):
+    """What a replay keeps between the calls of a loop that pauses (``replay_kernel``):
+    the window, the per-turn and per-call logs, the rankings and candidates
+    (room for all of them: ``new_state``) and Tier 2's scratch arrays."""
+
+    w: WindowState
+    window_tokens: np.ndarray
+    served: np.ndarray
+    call_turn: np.ndarray
+    call_rank_end: np.ndarray
+    call_cand_end: np.ndarray
+    call_sent: np.ndarray
+    call_in_time: np.ndarray
+    rank_item: np.ndarray
+    cands: Proposal
+    scratch: tuple

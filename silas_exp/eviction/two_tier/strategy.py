@@ -21,6 +21,7 @@ declare in their registries.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -38,7 +39,8 @@ from silas_exp.context.policy import (
 from silas_exp.context.stats import Flush, Ranking, ReplayStats
 from silas_exp.context.window import LiveItem, Window
 from silas_exp.eviction.base import StrategySettings
-from silas_exp.eviction.two_tier import compiled
+from silas_exp.eviction.two_tier import compiled, records
+from silas_exp.eviction.two_tier.encode import encoded
 from silas_exp.eviction.two_tier.units import candidate_records, plain_scores, ranked_units
 from silas_exp.feedback.flush import KeepBackBroker
 from silas_exp.feedback.store import DiscardingStore, FeedbackStore
@@ -47,7 +49,9 @@ from silas_exp.llm.backends import BACKENDS
 from silas_exp.schema.eviction import ContextZone, ProposalRecord
 from silas_exp.schema.session import Session, SessionTruth
 from silas_exp.scorers.base import Scorer, ScorerUnavailable
-from silas_exp.scorers.grid import on_grid
+from silas_exp.scorers.grid import SCORE_GRID_BITS, on_grid
+
+GRID_SCALE = float(2 ** SCORE_GRID_BITS)
 
 
 class TwoTierSettings(StrategySettings):
@@ -208,34 +212,75 @@ class TwoTierEviction:
             self.tier2(window, turn)
 
     # -- the compiled replay -------------------------------------------------
+    def _scoring(self) -> tuple[int, str | None]:
+        """How the compiled loop scores for this strategy's scorer (``records``:
+        ``LINEAR``, ``ONLINE``, ``EXTERNAL``), from the traits its kind declares
+        (``register_scorer``), or why it cannot (-1 and the reason)."""
+        kind = getattr(self.scorer, "kind", None)  # a built scorer: a CheckedScorer of its kind
+        name = getattr(kind, "name", type(self.scorer).__name__)
+        if kind is not None and kind.trait("array_scores"):
+            return records.EXTERNAL, None
+        if kind is None or not (kind.trait("linear") or kind.trait("online")):
+            return -1, f"scorer {name!r} is not declared linear, online or array_scores"
+        w = np.asarray(self.scorer.weights, dtype=float)
+        if w.shape != (len(FEATURES),) or not np.all(np.isfinite(w)):
+            return -1, "scorer weights are not one finite weight per feature"
+        return (records.LINEAR if kind.trait("linear") else records.ONLINE), None
+
     def compiled_ineligible(self) -> str | None:
         """Why the compiled loop cannot replay this strategy (None: it can)."""
         if type(self) is not TwoTierEviction:
             return "a strategy of its own (a subclass) steps in Python"
         if self.s.explore_rate > 0:
             return "exploration draws from the strategy's own generator"
-        kind = getattr(self.scorer, "kind", None)  # a built scorer: a CheckedScorer of its kind
-        if kind is None or not kind.trait("linear"):
-            return f"scorer {getattr(kind, 'name', type(self.scorer).__name__)!r} is not declared linear"
-        w = np.asarray(self.scorer.weights, dtype=float)
-        if w.shape != (len(FEATURES),) or not np.all(np.isfinite(w)):
-            return "scorer weights are not one finite weight per feature"
+        _, why = self._scoring()
+        if why is not None:
+            return why
         if self.s.keepbacks:
             return _keepbacks_ineligible(self.broker)
         return None
 
     def replay_compiled(self, session: Session, truth: SessionTruth, budget: TokenBudget,
-                        stats: ReplayStats, flush_turn: int | None = None) -> bool:
+                        stats: ReplayStats, flush_turn: int | None = None,
+                        before_step: Callable[[int], None] | None = None) -> bool:
         """Replay ``session`` through the compiled loop, as ``step`` (``compress``
-        at ``flush_turn``) would turn by turn: True, or False (nothing replayed)
-        when it cannot stand in (``compiled_ineligible``, ``SILAS_EXP_REPLAY=python``)."""
+        at ``flush_turn``) would turn by turn, calling ``before_step(turn)`` for
+        every turn before the scorer next changes or is asked (``compiled.replay``):
+        True, or False (nothing replayed) when it cannot stand in
+        (``compiled_ineligible``, ``SILAS_EXP_REPLAY=python``, a scorer that
+        cannot score this session's items in process)."""
         if not compiled.enabled() or self.compiled_ineligible() is not None:
             return False
+        scoring, _ = self._scoring()
+        scores = None
+        if scoring == records.EXTERNAL:
+            scores = self._array_scores(session, truth, budget)
+            if scores is None:
+                return False
         return compiled.replay(session, truth, budget, stats, flush_turn, compiled.Loop(
             keepbacks=self.s.keepbacks, zone_cap_factor=self.s.zone_cap_factor, budget=self.budget,
-            shares=self.shares, weights=self.scorer.weights,
+            shares=self.shares, weights=self.scorer.weights if scoring != records.EXTERNAL
+            else np.zeros(len(FEATURES)),
             broker=self.broker if self.s.keepbacks else None, scope_id=self.scope_id,
-            scorer_model=self.scorer.model_id))
+            scorer_model=self.scorer.model_id, scoring=scoring,
+            online=self.scorer if scoring == records.ONLINE else None, scores=scores), before_step)
+
+    def _array_scores(self, session: Session, truth: SessionTruth, budget: TokenBudget):
+        """Tier 2's scores from the scorer's ``array_scorer`` on the session's
+        items, in grid steps (``on_grid``, as ``_score`` reads them); None when
+        the scorer cannot score them in process."""
+        enc = encoded(session, truth, budget)
+        scorer = self.scorer.array_scorer(
+            enc.ids, enc.zone_text, enc.kinds, enc.statuses, enc.relevances, enc.completed_turns,
+            enc.snippets)
+        if scorer is None:
+            return None
+
+        def scores(rows, tok, masked, active, last_ref, turn):
+            return np.rint(scorer(rows, tok, masked, active, last_ref, turn) * GRID_SCALE
+                           ).astype(np.int64)
+
+        return scores
 
 
 def _keepbacks_ineligible(broker) -> str | None:

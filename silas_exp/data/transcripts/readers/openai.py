@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from silas_exp.data.json_errors import json_hint
 from silas_exp.data.transcripts.events import Event, RawSession, ReadOptions
 from silas_exp.data.transcripts.readers import DEFAULT_OPTIONS, jsonl_records, read_text
 from silas_exp.errors import SuiteError
@@ -178,8 +179,9 @@ def _whole(path: Path, text: str) -> list[Any] | None:
             return None  # JSONL: one document per line
         if stripped.startswith("{") and "\n" not in stripped.rstrip():
             return None  # a one-line JSONL file: its error names the line
-        raise SuiteError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                         "pass a chat JSONL file or one JSON object {\"messages\": [...]}") from None
+        raise SuiteError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}). "
+                         f"{json_hint(exc)} A chat transcript is a JSONL file or one JSON object "
+                         "{\"messages\": [...]}.") from None
     if isinstance(obj, list):
         return obj
     if "role" in obj:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from silas_exp.analysis.data import JobData
-from silas_exp.analysis.regress import case_flags, regress
+from silas_exp.gate.report import case_flags, regress
+from silas_exp.metrics.numbers import num
 from silas_exp.stats import Outcome
 
 N = 200
@@ -107,8 +108,9 @@ def test_under_other_seeds_a_shift_the_seeds_share_is_not_a_regression():
     assert report.outcome is Outcome.SHIP and report.decision == "no regression"
     assert _ndcg(report).delta == 0.0 and _ndcg(logged_only).delta < -0.03
     note = report.notes[0]
-    assert "a concurrent control" in note and "nDCG@10 -0.04" in note
-    assert "| gated metric | Δ checked − baseline's configuration, same seeds |" in report.markdown()
+    assert "a concurrent control" in note and "nDCG@10 −0.04" in note
+    assert "| gated metric | checked | baseline's configuration, same seeds | Δ [CI] | margin |" \
+        in report.markdown()
     flips = report.flag_counts()["pass"]  # flags still compare with the logged results
     assert flips == round(report.expected["pass"]) and "under the check's seeds" in report.expected_from
 
@@ -125,3 +127,43 @@ def test_the_control_pairs_only_the_cases_the_baseline_covers():
     report = _other_seeds(_job(0, seed=1), _job(0, seed=1), base)
     assert report.cases == 50 and report.compared == 50
     assert all(c.n_cases == 50 for c in report.result.comparisons if c.variant == "checked")
+
+
+def test_no_regression_says_what_the_rule_let_through():
+    """Worse by half the relevance margin on 600 cases: no regression (the rule
+    allows it), with a warning line for each gated metric significantly worse
+    within its margin (19 pass → fail against ≈ 13 from noise is not beyond it)."""
+    report = _check([_job(0, seed=1, shift=0.01, cases=600)], [_job(0, seed=0, cases=600)],
+                    aa=[_job(0, seed=2, cases=600)])
+    assert report.outcome is Outcome.SHIP and report.decision == "no regression"
+    warned = "\n".join(report.warnings)
+    assert "retrieval relevance is worse than the control within its margin" in warned
+    assert "pass rate is worse than the control within its margin" in warned
+    assert "more than noise gives" not in warned
+    assert "**Warning:** retrieval relevance" in report.markdown()
+    assert "\nwarning: retrieval relevance" in report.headline()
+    clean = _check([_job(0, seed=1, cases=600)], [_job(0, seed=0, cases=600)],
+                   aa=[_job(0, seed=2, cases=600)])
+    assert clean.outcome is Outcome.SHIP and clean.warnings == []
+
+
+def test_one_word_per_decision_and_the_sweeps_numbers():
+    """The tag reads as the description does, and the report's numbers take the
+    sweep's forms: four significant digits, the margin as "worse by at most"."""
+    reports = [_check([_job(0, seed=1)], [_job(0, seed=0)], aa=[_job(0, seed=2)]),
+               _check([_job(0, seed=1, shift=0.04)], [_job(0, seed=0)]),
+               _check([_job(0, seed=1, cases=4)], [_job(0, seed=0, cases=4)])]
+    assert [r.tag for r in reports] == ["no_regression", "regression", "regression_not_ruled_out"]
+    for r in reports:
+        head = r.headline().removeprefix("**Regression check: ").split("**")[0]
+        assert head.lower() == r.tag.replace("_", " ")
+    md = reports[0].markdown()
+    row = next(line for line in md.splitlines() if "(`context.tokens_per_served_need`) |" in line)
+    assert "| worse by at most 50 |" in row  # 5 % of the logged mean, 1,000 tokens
+    relevance = next(c for c in reports[0].gated() if c.metric == "context.retrieval_relevance")
+    assert f"| {num(relevance.mean)} | {num(relevance.control_mean)} | " in md
+    assert "95% two-sided confidence" in md and "+0.0000" not in md
+    figures = reports[1].figures()
+    assert figures["regress.cases"] == N and figures["regress.flags.pass"] > 0
+    assert figures["regress.context.retrieval_relevance.margin"] == 0.02
+    assert "regress.flags.latency" not in figures  # the simulated model's latency: not checked

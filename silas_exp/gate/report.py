@@ -45,12 +45,16 @@ import numpy as np
 
 from silas_exp.analysis.ablation import AblationResult, ablation
 from silas_exp.analysis.data import JobData, SweepData
+from silas_exp.analysis.decision import margin_text
+from silas_exp.analysis.let_through import check_warnings
+from silas_exp.analysis.result import Comparison
 from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.metrics.names import display_name
+from silas_exp.metrics.numbers import interval, num, percent, rounded, signed
+from silas_exp.schema.baseline import CHECK_MARK as NOTE_MARK
 from silas_exp.stats import Outcome
 
-NOTE_MARK = "**Regression check:"  # first line of a checked run's description
-CANDIDATE, LOGGED = "checked", "logged baseline"  # the two arms of the comparison
+CANDIDATE, LOGGED = "checked", "baseline side"  # the baseline's side under its own seeds
 RERUN = "baseline configuration"  # the control under other seeds: the baseline's config rerun
 JUDGE_DROP, LATENCY_UP = 0.1, 0.5  # §20.5
 KINDS = {"pass": "pass → fail", "judge": f"judge score −{JUDGE_DROP}",
@@ -126,6 +130,8 @@ class RegressionReport:
     expected_from: str = ""
     latency_checked: bool = False
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what "no regression" let through
+    context: list[str] = field(default_factory=list)  # what each side ran, the looks
 
     @property
     def regressed(self) -> bool:
@@ -135,6 +141,31 @@ class RegressionReport:
     @property
     def decision(self) -> str:
         return OUTCOMES[self.outcome]
+
+    @property
+    def tag(self) -> str:
+        """The decision as the tag ``silas.regress`` holds it: the same words."""
+        return self.decision.replace(" ", "_")
+
+    def gated(self) -> list[Comparison]:
+        """The checked side's comparison on each gated metric."""
+        return [c for c in self.result.comparisons
+                if c.variant == CANDIDATE and c.metric in self.result.gated]
+
+    def figures(self) -> dict[str, float]:
+        """Numbers for a check's own run: each gated metric's Δ, its CI and
+        margin (as the report shows them), the cases and the flags."""
+        out: dict[str, float] = {"regress.cases": float(self.cases),
+                                 "regress.pairs": float(self.compared)}
+        for c in self.gated():
+            for what, value in (("delta", c.delta), ("ci_low", c.ci_low),
+                                ("ci_high", c.ci_high), ("margin", c.margin)):
+                if not math.isnan(value):
+                    out[f"regress.{c.metric}.{what}"] = rounded(value)
+        for kind, n in self.flag_counts().items():
+            if kind != "latency" or self.latency_checked:
+                out[f"regress.flags.{kind}"] = float(n)
+        return out
 
     def flag_counts(self) -> dict[str, int]:
         return {k: sum(f.kind == k for f in self.flags) for k in KINDS}
@@ -150,7 +181,8 @@ class RegressionReport:
         return "; ".join(parts)
 
     def reasons(self) -> str:
-        return "; ".join(self.result.verdicts[CANDIDATE].reasons)
+        return "; ".join(self.result.verdicts[CANDIDATE].reasons) or \
+            f"no gated metric decided on the {self.cases} paired cases"
 
     def headline(self, accepted: str | None = None) -> str:
         """One line for the top of the checked study's description."""
@@ -159,7 +191,8 @@ class RegressionReport:
             what += f" (accepted: {accepted})"
         return (f"{NOTE_MARK} {what}** — {self.subject} against the baseline {self.baseline}, "
                 f"{self.cases} cases × {self.compared // max(self.cases, 1)} repeat(s): "
-                f"{self.reasons()}. Flags: {self.flag_line()} (report: `regress.md`).")
+                f"{self.reasons()}. Flags: {self.flag_line()} (report: `regress.md`)."
+                + "".join(f"\nwarning: {w}" for w in self.warnings))
 
     def markdown(self, accepted: str | None = None) -> str:
         head = self.decision.upper() if self.regressed else self.decision
@@ -169,18 +202,21 @@ class RegressionReport:
                  f"{self.subject} against the baseline {self.baseline}, on the {self.cases} cases "
                  f"it covers ({self.compared} case × repeat pairs).", "",
                  f"**Decision** (verdict rule: non-inferiority at the gated margins, "
-                 f"{self.result.confidence:.0%} two-sided confidence): {self.decision} — "
+                 f"{percent(self.result.confidence)} two-sided confidence): {self.decision} — "
                  f"{self.reasons()}.", ""]
         if accepted:
             lines += [f"**Accepted:** {accepted}", ""]
+        lines += [f"**Warning:** {w}" for w in self.warnings] + ([""] if self.warnings else [])
+        if self.context:
+            lines += [f"- {line}" for line in self.context] + [""]
         against = ("baseline's configuration, same seeds" if self.result.control == RERUN
                    else "baseline")
-        lines += [f"| gated metric | Δ checked − {against} | CI | margin | call |",
-                  "|---|---|---|---|---|"]
-        for c in self.result.comparisons:
-            if c.variant == CANDIDATE and c.metric in self.result.gated:
-                lines.append(f"| {c.metric} | {c.delta:+.4f} | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] "
-                             f"| {c.margin:.3g} | {c.call.value if c.call else ''} |")
+        lines += [f"| gated metric | checked | {against} | Δ [CI] | margin | call |",
+                  "|---|---|---|---|---|---|"]
+        for c in self.gated():
+            lines.append(f"| {display_name(c.metric)} (`{c.metric}`) | {num(c.mean)} | "
+                         f"{num(c.control_mean)} | {interval(c.delta, c.ci_low, c.ci_high)} | "
+                         f"{margin_text(c.margin)} | {c.call.value if c.call else ''} |")
         lines += ["", "**Per-case flags (§20.5)**, each with the count expected when nothing "
                   f"changed ({self.expected_from or 'no A/A: not estimated'}):", ""]
         for kind, n in self.flag_counts().items():
@@ -211,7 +247,7 @@ def _as(job: JobData, variant: str, cases: set[str]) -> JobData:
 def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject: str,
             baseline_name: str, baseline_run_id: str, settings: AnalysisSettings | None = None,
             aa: Sequence[JobData] = (), latency: bool = False,
-            control: Sequence[JobData] = ()) -> RegressionReport:
+            control: Sequence[JobData] = (), cases: set[str] | None = None) -> RegressionReport:
     """Check ``checked`` (one job per repeat, every block merged) against the
     ``baseline``'s jobs of the same repeats, on the cases the baseline covers.
     ``control``: the baseline's configuration run under the check's own seeds,
@@ -219,11 +255,14 @@ def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject:
     with the logged results (module docstring). ``aa``: the baseline's
     configuration under other seeds (expected flag counts when the baseline
     has one repeat and there is no ``control``); ``latency``: flag latency
-    (real models only)."""
+    (real models only); ``cases``: the cases the decision reads (default:
+    those the baseline covers)."""
     against = RERUN if control else LOGGED
     s = (settings or AnalysisSettings()).model_copy(update={"control": against,
                                                             "use_baseline": False})
     covered = set().union(*[set(j.cases) for j in baseline]) if baseline else set()
+    if cases is not None:
+        covered = set(cases) if control else covered & set(cases)
     repeats = {j.repeat for j in baseline}
     now = [_as(j, CANDIDATE, covered) for j in checked if j.repeat in repeats]
     was = [_as(j, LOGGED, covered) for j in baseline]
@@ -235,18 +274,22 @@ def regress(checked: Sequence[JobData], baseline: Sequence[JobData], *, subject:
     result = ablation(data, s, metrics=list(s.gate) if s.gate else gated_for(suite_kind(data)))
     by_repeat = {j.repeat: j for j in was}
     flags = [f for j in now for f in case_flags(j, by_repeat[j.repeat], latency)]
-    compared = sum(_shared(j, by_repeat[j.repeat]) for j in now)
+    flagged = sum(_shared(j, by_repeat[j.repeat]) for j in now)  # pairs the flags compare
     pairs, source = noise_pairs(was, rerun or [_as(j, "aa", covered) for j in aa])
     if rerun and len(was) == 1:
         source = "the baseline's configuration under the check's seeds against its logged results"
     rates = flag_rates(pairs, latency) if pairs else {}
     report = RegressionReport(subject, baseline_name, baseline_run_id, result,
-                              result.verdicts[CANDIDATE].outcome, flags, compared,
+                              result.verdicts[CANDIDATE].outcome, flags,
+                              sum(len(j.cases) for j in now),
                               len({c for j in now for c in j.cases}),
-                              {k: r * compared for k, r in rates.items()},
+                              {k: r * flagged for k, r in rates.items()},
                               source if pairs else "", latency)
+    report.warnings = check_warnings(result, CANDIDATE, report.flag_counts()["pass"],
+                                     report.expected.get("pass", math.nan))
     if rerun:
         report.notes.append(rerun_note(rerun, was, result.gated))
+        return report
     have = {j.repeat: set(j.cases) for j in now}
     missing = sorted((c, j.repeat) for j in was for c in j.cases if c not in have.get(j.repeat, ()))
     if missing:
@@ -267,7 +310,7 @@ def rerun_note(rerun: Sequence[JobData], logged: Sequence[JobData], gated: Seque
              if metric in now.cases[c] and metric in was.cases[c]]
         d = [x for x in d if not math.isnan(x)]
         if d:
-            shifts.append(f"{display_name(metric)} {float(np.mean(d)):+.4g}")
+            shifts.append(f"{display_name(metric)} {signed(float(np.mean(d)))}")
     return ("checked under other seeds than the baseline's, so decided against the baseline's "
             "configuration run under the same seeds (a concurrent control, paired case by case "
             "with the same random streams); the flags compare with the logged results. The "

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from silas_exp.analysis.baseline import ControlArm, control_arm, read_baseline, with_control_arm
+from silas_exp.analysis.baseline import ControlArm, control_arm, with_control_arm
+from silas_exp.baselines import read_baseline
 from silas_exp.records import SweepManifest, read_manifest, write_manifest
 from silas_exp.schema.baseline import BaselineJob, BaselineRecord, config_overrides
 from silas_exp.schema.benchmark import BenchmarkResult
@@ -49,6 +50,9 @@ def test_record_round_trip_and_its_arm(tmp_path):
     assert arm.name == "scorer=weights" and arm.overrides == ("scorer=weights",)
     assert "promoted baseline" in arm.reason and "run aaaaaaaa" in arm.reason
     assert ControlArm.from_tags(arm.tags()) == arm
+    noted = control_arm(back, "today's code differs from the baseline's revision (abc)")
+    assert "as every variant; today's code differs from the baseline's revision (abc); " \
+           "analysis.control=" in noted.reason
     linked = arm.linked(f"Control: x, {arm.reason}")
     assert f"[run aaaaaaaa](#/experiments/1/runs/{'a' * 32}?workflowType=machine_learning)" in linked
     assert read_baseline(tmp_path / "nowhere") is None
@@ -85,41 +89,48 @@ def test_control_arm_with_settings_the_sweep_does_not_vary(tmp_path):
     assert read_manifest(tmp_path).swept_keys == ["eviction", "repeat", "scorer"]
 
 
-_PROMOTE = textwrap.dedent("""
+_FAKES = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from types import SimpleNamespace as NS
 
+    from silas_exp.gate import promote
+    from silas_exp.baselines import SuiteFolder, read_baseline
     from silas_exp.records import JobResult
     from silas_exp.schema.benchmark import BenchmarkResult, BenchmarkRun
-    from silas_exp.tracking import baseline
+    from silas_exp.schema.runs import LoggedRun
 
     suite_dir, where = Path(sys.argv[1]), sys.argv[2]
-    results = [BenchmarkResult(case_id=f"case-{i:04d}", status="pass", latency_ms=1.0,
-                               token_cost=1, actual_output="x" * 2000) for i in range(2000)]
-    run = NS(info=NS(run_id="n" * 32, status="FINISHED", experiment_id="1", run_name="weights r0",
-                     start_time=1),
-             data=NS(tags={"silas.variant": "scorer=weights", "silas.suite": "s",
-                           "silas.suite_version": "1.0.0", "silas.seed": "7"}, params={}))
-    calls = open(suite_dir / "mlflow_calls.txt", "a")
+    calls = open(suite_dir / "backend_calls.txt", "a")
 
-    class Store:
+    class Log:
+        \"\"\"A tracking backend's log of the gate that writes down what it is asked.\"\"\"
+        def user(self): return "tester"
+        def pointer(self, exp_id, suite): return "a" * 32
+        def history(self, exp_id, suite): return []
+        def promoted(self, record, run):
+            calls.write("promoted\\n"); calls.flush()
+            return {"action": "promote", "run_id": record.source_run_id, "variant": record.variant}
         def __getattr__(self, name):
             def call(*args, **kwargs):
                 calls.write(name + "\\n"); calls.flush()
-                return {} if name == "experiment_tags" else []
             return call
+""")
+
+_PROMOTE = _FAKES + textwrap.dedent("""
+    results = [BenchmarkResult(case_id=f"case-{i:04d}", status="pass", latency_ms=1.0,
+                               token_cost=1, actual_output="x" * 2000) for i in range(2000)]
+    run = LoggedRun("n" * 32, "1", "weights r0", "FINISHED", 1,
+                    {"silas.variant": "scorer=weights", "silas.suite": "s",
+                     "silas.suite_version": "1.0.0", "silas.seed": "7"})
 
     class Reader:
-        store = Store()
-        uri = "sqlite:///unused.db"  # a local store: no server permission to check
+        uri = "sqlite:///unused.db"
         def run(self, run_id): return run
         def job_result(self, run_id):
             return JobResult(variant="scorer=weights", repeat=0, status="finished",
                              run=BenchmarkRun(run_id="r", suite_id="s", started_at="2026-01-01T00:00:00",
                                               config_snapshot={}, results=results))
         def artifact_text(self, run_id, name): return None
-        def set_experiment_tag(self, *args): calls.write("set_experiment_tag\\n")
 
     real = Path.write_bytes
     def write_bytes(self, data):  # the temporary file: half of it, or all of it, then stop
@@ -132,7 +143,8 @@ _PROMOTE = textwrap.dedent("""
             time.sleep(120)
         return len(data)
     Path.write_bytes = write_bytes
-    baseline.promote(Reader(), "n" * 32, None, suite_dir)
+    study = promote.resolve(Reader(), "n" * 32, None)
+    promote.promote(Reader(), Log(), study, SuiteFolder(suite_dir), "1.0.0")
     print("done", flush=True)
 """)
 
@@ -146,8 +158,8 @@ def test_a_promotion_killed_half_way_leaves_the_previous_baseline_whole(tmp_path
                              stdout=subprocess.PIPE, text=True))
     assert (tmp_path / "baseline.json").read_text() == before  # untouched, whole, readable
     assert read_baseline(tmp_path).variant == "scorer=heuristic"
-    calls = (tmp_path / "mlflow_calls.txt").read_text().split()
-    assert "set_experiment_tag" not in calls  # the MLflow pointer still names the old one
+    calls = (tmp_path / "backend_calls.txt").read_text().split()
+    assert calls == ["may_change_baseline", "attach_record"]  # the pointer names the old one
     assert not (tmp_path / "baseline_history.jsonl").exists()
 
 
@@ -160,39 +172,19 @@ def test_a_promotion_that_completes_replaces_it(tmp_path):
     record = read_baseline(tmp_path)
     assert record.variant == "scorer=weights" and len(record.jobs[0].results) == 2000
     assert record.jobs[0].seed == 7 and record.overrides == ["scorer=weights"]
-    assert "set_experiment_tag" in (tmp_path / "mlflow_calls.txt").read_text()
+    calls = (tmp_path / "backend_calls.txt").read_text().split()
+    assert calls == ["may_change_baseline", "attach_record", "promoted"]
     history = [json.loads(x) for x in (tmp_path / "baseline_history.jsonl").read_text().splitlines()]
     assert [h["action"] for h in history] == ["promote"] and history[0]["variant"] == "scorer=weights"
     assert not list(tmp_path.glob("*.tmp"))
 
 
-_DEMOTE = textwrap.dedent("""
-    import json, sys, time
-    from pathlib import Path
-    from types import SimpleNamespace as NS
-
-    from silas_exp.analysis.baseline import read_baseline
-    from silas_exp.tracking import baseline
-
-    suite_dir, where = Path(sys.argv[1]), sys.argv[2]
-    calls = open(suite_dir / "mlflow_calls.txt", "a")
-    pointed = "a" * 32  # the experiment's pointer names the baseline's run
-
-    class Store:
-        def experiment_tags(self, exp_id):
-            return {"silas.baseline.s": pointed}
-        def __getattr__(self, name):
-            def call(*args, **kwargs):
-                calls.write(name + "\\n"); calls.flush()
-                return []
-            return call
-
+_DEMOTE = _FAKES + textwrap.dedent("""
     class Reader:
-        store = Store()
-        uri = "sqlite:///unused.db"  # a local store: no server permission to check
+        uri = "sqlite:///unused.db"
         def run(self, run_id):
-            return NS(data=NS(tags={"silas.baseline_variant": "scorer=heuristic"}))
-        def set_experiment_tag(self, *args): calls.write("set_experiment_tag\\n"); calls.flush()
+            return LoggedRun(run_id, "1", "x", "FINISHED", 1,
+                             {"silas.baseline_variant": "scorer=heuristic"})
 
     real = Path.unlink
     def unlink(self, missing_ok=False):  # stop just before, or just after, the removal
@@ -202,8 +194,8 @@ _DEMOTE = textwrap.dedent("""
         if where == "after-unlink":
             print("stopped", flush=True); time.sleep(120)
     Path.unlink = unlink
-    baseline.demote(Reader(), suite_dir, read_baseline(suite_dir), "judge changed", suite="s",
-                    exp_id="1", pointed=pointed)
+    promote.demote(Reader(), Log(), SuiteFolder(suite_dir), read_baseline(suite_dir),
+                   "judge changed", suite="s", exp_id="1", pointed="a" * 32)
     print("done", flush=True)
 """)
 
@@ -233,8 +225,8 @@ def test_a_demotion_killed_before_its_commit_point_leaves_the_baseline_whole(tmp
     _killed(_demote(tmp_path, "before-unlink"))
     assert (tmp_path / "baseline.json").read_text() == before
     assert read_baseline(tmp_path).variant == "scorer=heuristic"
-    calls = (tmp_path / "mlflow_calls.txt").read_text().split()
-    assert not {"set_experiment_tag", "delete_experiment_tag", "log"} & set(calls)
+    calls = (tmp_path / "backend_calls.txt").read_text().split()
+    assert calls == ["may_change_baseline"]  # nothing written yet
     assert _history(tmp_path) == []
 
 
@@ -242,12 +234,12 @@ def test_a_demotion_killed_after_it_is_demoted_and_demoting_again_finishes_it(tm
     (tmp_path / "baseline.json").write_text(_record("scorer=heuristic").model_dump_json())
     _killed(_demote(tmp_path, "after-unlink"))
     assert read_baseline(tmp_path) is None  # demoted: no half state
-    assert "delete_experiment_tag" not in (tmp_path / "mlflow_calls.txt").read_text()
+    assert "unpoint" not in (tmp_path / "backend_calls.txt").read_text()
     again = subprocess.run([sys.executable, "-c", _DEMOTE, str(tmp_path), "none"], cwd=REPO,
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and again.stdout.strip() == "done", again.stderr[-2000:]
-    calls = (tmp_path / "mlflow_calls.txt").read_text().split()
-    assert calls[-2:] == ["delete_experiment_tag", "refresh_experiment_note"]  # the pointer last
+    calls = (tmp_path / "backend_calls.txt").read_text().split()
+    assert calls[-2:] == ["demoted", "unpoint"]  # the pointer last
     [entry] = _history(tmp_path)
     assert entry["action"] == "demote" and entry["run_id"] == "a" * 32
     assert entry["reason"] == "judge changed" and entry["by"] and entry["demoted_at"]
@@ -263,18 +255,19 @@ def test_a_demotion_that_completes(tmp_path):
     [entry] = _history(tmp_path)
     assert entry["variant"] == "scorer=heuristic" and entry["overrides"] == ["scorer=heuristic"]
     assert entry["suite"] == "s" and entry["suite_version"] == "1.0.0"
-    calls = (tmp_path / "mlflow_calls.txt").read_text().split()
-    assert calls.index("set_experiment_tag") < calls.index("delete_experiment_tag")
+    calls = (tmp_path / "backend_calls.txt").read_text().split()
+    assert calls == ["may_change_baseline", "demoted", "unpoint"]
 
 
 def test_a_study_named_without_its_variant_lists_the_verdicts_of_its_parent_run():
     from types import SimpleNamespace as NS
 
     from silas_exp.errors import AnalysisError
-    from silas_exp.tracking.baseline import resolve
+    from silas_exp.gate.promote import resolve
+    from silas_exp.schema.runs import LoggedRun
 
     def run(tags):
-        return NS(info=NS(run_id="p" * 32, status="FINISHED", start_time=1), data=NS(tags=tags))
+        return LoggedRun("p" * 32, "1", "", "FINISHED", 1, tags)
 
     parent = run({"silas.kind": "sweep", "silas.sweep_id": "abc",
                   "silas.verdict.weights": "ship", "silas.verdict.prompt": "inconclusive"})

@@ -1,0 +1,410 @@
+"""The simulated replay as a control variate: what it buys and whether the
+verdict stays valid, against how good a predictor it is.
+
+    python bench/bench_cv.py [--studies 400] [--cases 80] [--seeds 1] [--quick]
+
+1. Simulated studies (known truth; ``--studies`` per setting and scenario):
+   the sequential design of the default pool (320 cases in blocks of 40,
+   looks after blocks 1, 2, 4, 8 at the alpha-spending confidences), one gated
+   metric (margin 0.02, per-case sd 0.05), the paid differences correlated
+   at rho with the simulated ones, whose mean is off by 0.01 (a predictor
+   need not be unbiased). For rho in 1.0, 0.9, 0.7, 0.5, 0.0, with and
+   without the correction: A/A ship rate, ship rate of a variant worse by
+   exactly the margin, each look's coverage, mean cases used and the median
+   effective sample multiplier at the first look.
+2. Replays (``--cases`` cases of the default pool in seed s's order, ``--seeds``
+   seeds): the README study's arms (control, weights, prompt, online) replayed
+   with the simulated model (the twin) and with the departing model
+   (tests/fakes/departing.py) at each of its settings; per variant and gated
+   metric, the correlation of the paid per-case differences with the
+   simulated ones and the effective sample multiplier at the first block
+   (the other replayed cases as the pool not paid); then the study run on
+   those cases as a sweep runs it (``ablation`` + ``close_decided`` at each
+   look), with and without the twin: each variant's verdict and cases used,
+   and the model calls and dollars (the departing model is billed per call
+   like a paid one) to the verdicts.
+Numbers from replays are the simulated (or departing) model's. Writes
+bench/results/cv.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from _results import save  # bench/ helper
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from silas_exp.stats import MetricCall, Oriented, metric_call  # noqa: E402
+from silas_exp.stats.bootstrap import cluster_bootstrap_ci  # noqa: E402
+from silas_exp.stats.control_variate import corrected_mean, interval  # noqa: E402
+from silas_exp.stats.sequential import spending_confidences  # noqa: E402
+
+CONTROL = "scorer=heuristic"
+VARIANTS = ("scorer=weights", "scorer=prompt", "scorer=online")
+
+
+# -- 1. simulated studies -----------------------------------------------------------------
+def sim_study(rng, rho: float, delta: float, pool: int, block: int, looks: list[int],
+              confs: list[float], margin: float, sd: float, use_cv: bool,
+              plain_t: bool = False) -> dict:
+    z = rng.normal(size=pool)
+    x = 0.01 + 0.8 * sd * z  # the simulated differences: biased, scaled
+    y = delta + sd * (rho * z + math.sqrt(1 - rho**2) * rng.normal(size=pool))
+    covered, decided = {}, None
+    for b, conf in zip(looks, confs, strict=True):  # every look's interval: coverage at each
+        n = min(b * block, pool)
+        if use_cv and n < pool:
+            c = corrected_mean(y[:n], x[:n], x[n:])
+            (lo, hi), est, mult = interval(c, conf), c.estimate, c.multiplier
+        elif plain_t:  # Student's t on the plain mean: the twin's interval with b = 0
+            c = corrected_mean(y[:n], x[:n], x[:0])
+            (lo, hi), est, mult = interval(c, conf), c.estimate, 1.0
+        else:
+            ci = cluster_bootstrap_ci(y[:n], confidence=conf, seed=b, expanded=True)
+            lo, hi, est, mult = ci.low, ci.high, ci.estimate, 1.0
+        covered[b] = lo <= delta <= hi
+        call = metric_call(Oriented(est, lo, hi), margin)
+        if decided is None and (call is not MetricCall.UNDECIDED or b == looks[-1]):
+            decided = {"call": call, "cases": n}
+        if b == looks[0]:
+            first = mult
+    return {**decided, "covered": covered, "first_multiplier": first}
+
+
+def simulate(studies: int, pool: int = 320, block: int = 40, margin: float = 0.02,
+             sd: float = 0.05, plain_t: bool = False) -> dict:
+    blocks = pool // block
+    looks = sorted({*(2**k for k in range(int(math.log2(blocks)) + 1)), blocks})
+    confs = spending_confidences(0.95, tuple(min(b * block, pool) / pool for b in looks))
+    out = {}
+    print(f"{'rho':>4s} {'correction':>10s} {'A/A ship':>9s} {'margin ship':>12s} "
+          f"{'coverage min':>13s} {'mean cases A/A':>15s} {'multiplier@40':>14s}")
+    for rho in (1.0, 0.9, 0.7, 0.5, 0.0):
+        for use_cv in (False, True):
+            row: dict = {}
+            for name, delta in (("a_a", 0.0), ("margin", -margin)):
+                rng = np.random.default_rng(7)
+                runs = [sim_study(rng, rho, delta, pool, block, looks, confs, margin, sd, use_cv,
+                                  plain_t) for _ in range(studies)]
+                cover = {b: float(np.mean([r["covered"][b] for r in runs])) for b in looks}
+                mults = [r["first_multiplier"] for r in runs]
+                row[name] = {"ship": float(np.mean([r["call"] is MetricCall.NONINFERIOR
+                                                    for r in runs])),
+                             "mean_cases": float(np.mean([r["cases"] for r in runs])),
+                             "coverage": cover, "first_look_multiplier":
+                             float(np.median(mults)) if mults else 1.0}
+            out[f"{rho}/{'cv' if use_cv else 'plain'}"] = row
+            print(f"{rho:4.1f} {'with' if use_cv else 'without':>10s} {row['a_a']['ship']:9.3f} "
+                  f"{row['margin']['ship']:12.3f} "
+                  f"{min(row['a_a']['coverage'].values()):13.3f} {row['a_a']['mean_cases']:15.1f} "
+                  f"{row['a_a']['first_look_multiplier']:14.2f}", flush=True)
+    return {"pool": pool, "block": block, "margin": margin, "sd": sd, "looks": looks,
+            "confidences": confs, "studies": studies, "plain_interval": "t" if plain_t
+            else "expanded bootstrap", "settings": out}
+
+
+# -- 2. replays ---------------------------------------------------------------------------
+def _replay(args: tuple) -> tuple:
+    """One arm on the first ``cases`` cases of the pool: per-case rows and statuses."""
+    seed, setting, departure, arm, cases = args
+    from silas_exp.analysis.data import job_data
+    from silas_exp.config import compose_config
+    from silas_exp.run.job import make_job, run_job
+    from tests.fakes.departing import departing_overrides
+
+    extra = [] if departure is None else departing_overrides(departure)
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = compose_config([f"seed={seed}", "repeat=0", "cases_per_block=null",
+                              f"suite.max_cases={cases}", "tracking=none", "llm.cache_mode=off",
+                              f"paths.cache={tmp}/cache", arm, *extra])
+        t0 = time.perf_counter()
+        out = run_job(cfg, make_job(cfg, arm), Path(tmp) / "job")
+        job = job_data(arm, 0, out.metrics, list(out.results()))
+        return seed, setting, arm, job.cases, job.status, time.perf_counter() - t0
+
+
+def study(paid: dict, twin: dict | None, order: list[str], block: int, settings) -> dict:
+    """The sequential study on ``order`` (the cases in the order drawn), as a sweep
+    runs it: {variant: (outcome, cases used)}; the control runs while any does."""
+    from silas_exp.analysis.ablation import ablation
+    from silas_exp.analysis.data import JobData, SweepData
+    from silas_exp.data.suites.blocks import n_blocks
+    from silas_exp.metrics.registry import gated_for
+    from silas_exp.study.looks import close_decided
+    from silas_exp.study.state import AdaptiveState
+
+    blocks = n_blocks(len(order), block)
+    state = AdaptiveState.plan_blocks(settings, blocks, block, len(order), 0)
+    twin_data = None if twin is None else SweepData("twin", "", [
+        JobData(arm, 0, {}, {c: twin[arm][0][c] for c in order}, status=twin[arm][1])
+        for arm in twin])
+    for b in state.looks:
+        use = order[: b * block]
+        jobs = [JobData(arm, 0, {}, {c: paid[arm][0][c] for c in use},
+                        status={c: paid[arm][1][c] for c in use})
+                for arm in paid if arm == CONTROL or arm not in state.closed]
+        data = SweepData("bench", "", jobs, twin=twin_data)
+        looked = settings.model_copy(update={"confidence": state.confidence_at(b)})
+        close_decided(ablation(data, looked, metrics=gated_for("replay")), data, state, b)
+        if all(v in state.closed for v in paid if v != CONTROL):
+            break
+    return {v: (state.closed[v]["outcome"] if v in state.closed else "inconclusive",
+                min(state.closed[v]["round"] * block, len(order)) if v in state.closed
+                else len(order)) for v in paid if v != CONTROL}
+
+
+def _spend(paid: dict, order: list[str], used: dict[str, int]) -> tuple[float, float]:
+    """Model calls and dollars to the verdicts: each variant's cases, the control's
+    as long as any variant ran."""
+    total_calls = total_usd = 0.0
+    for arm, (rows, _) in paid.items():
+        n = max(used.values()) if arm == CONTROL else used[arm]
+        for c in order[:n]:
+            total_calls += rows[c].get("llm.calls", 0.0)
+            total_usd += rows[c].get("llm.cost_usd", 0.0)
+    return total_calls, total_usd
+
+
+def replays(seeds: list[int], cases: int, block: int, workers: int, departures: dict,
+            variants: tuple[str, ...] = VARIANTS) -> dict:
+    from silas_exp.config import compose_config
+    from silas_exp.data.suites.blocks import block_order
+    from silas_exp.metrics.registry import gated_for
+    from silas_exp.stats.control_variate import corrected_mean as cv_mean
+
+    arms = (CONTROL, *variants)
+    jobs = [(s, "simulated", None, a, cases) for s in seeds for a in arms]
+    # identical too: the departing model at 0 answers as the simulator, but is billed
+    jobs += [(s, name, d, a, cases) for s in seeds for name, d in departures.items() for a in arms]
+    t0 = time.perf_counter()
+    got: dict = {}
+    with ProcessPoolExecutor(workers) as ex:
+        for seed, setting, arm, rows, status, secs in ex.map(_replay, jobs):
+            got.setdefault((seed, setting), {})[arm] = (rows, status)
+            print(f"  replayed seed {seed} {setting:10s} {arm:16s} {secs:6.1f} s", flush=True)
+    settings = compose_config([]).analysis.model_copy(update={"n_resamples": 1000})
+    out: dict = {"seeds": seeds, "cases": cases, "block": block,
+                 "replay_seconds": time.perf_counter() - t0, "settings": {}}
+    for name, d in departures.items():
+        per_seed, corr, mult = [], {}, {}
+        for seed in seeds:
+            twin = got[(seed, "simulated")]
+            paid = got[(seed, name)]
+            ids = sorted(twin[CONTROL][0])
+            order = [ids[i] for i in block_order(len(ids), seed)]
+            for v in variants:
+                for metric in gated_for("replay"):
+                    if metric == "summary.error":
+                        continue
+                    y = np.array([paid[v][0][c].get(metric, np.nan)
+                                  - paid[CONTROL][0][c].get(metric, np.nan) for c in order])
+                    x = np.array([twin[v][0][c].get(metric, np.nan)
+                                  - twin[CONTROL][0][c].get(metric, np.nan) for c in order])
+                    ok = ~(np.isnan(x) | np.isnan(y))
+                    key = f"{v}/{metric}"
+                    if ok.sum() > 3 and np.std(x[ok]) > 0 and np.std(y[ok]) > 0:
+                        corr.setdefault(key, []).append(float(np.corrcoef(x[ok], y[ok])[0, 1]))
+                    yo, xo = y[ok], x[ok]
+                    if len(yo) > block + 2 and np.std(yo[:block]) > 0:
+                        mult.setdefault(key, []).append(
+                            cv_mean(yo[:block], xo[:block], xo[block:]).multiplier)
+            without = study(paid, None, order, block, settings)
+            with_cv = study(paid, twin, order, block, settings)
+            spend = {k: _spend(paid, order, {v: u for v, (_, u) in r.items()})
+                     for k, r in (("without", without), ("with", with_cv))}
+            per_seed.append({"seed": seed, "without": without, "with": with_cv,
+                             "calls": {k: s[0] for k, s in spend.items()},
+                             "usd": {k: s[1] for k, s in spend.items()}})
+        row = {"departure": d,
+               "correlation": {k: float(np.mean(v)) for k, v in corr.items()},
+               "multiplier_first_block": {k: float(np.median(v)) for k, v in mult.items()},
+               "seeds": per_seed,
+               "median_cases": {k: {v: statistics.median(s[k][v][1] for s in per_seed)
+                                    for v in variants} for k in ("without", "with")}}
+        out["settings"][name] = row
+        print(f"{name} (departure {d}): median cases without / with: "
+              + ", ".join(f"{v} {row['median_cases']['without'][v]}/{row['median_cases']['with'][v]}"
+                          for v in variants), flush=True)
+        for key in sorted(row["correlation"]):
+            print(f"    {key:48s} rho {row['correlation'][key]:+.2f}  multiplier@{block} "
+                  f"{row['multiplier_first_block'].get(key, math.nan):.2f}")
+        for s in per_seed:
+            print(f"    seed {s['seed']}: " + "; ".join(
+                f"{v} {s['without'][v][0]} ({s['without'][v][1]}) / {s['with'][v][0]} "
+                f"({s['with'][v][1]})" for v in variants)
+                + f"; calls {s['calls']['without']:.0f} / {s['calls']['with']:.0f}, "
+                f"${s['usd']['without']:.2f} / ${s['usd']['with']:.2f}")
+    return out
+
+
+# -- 3. judge repeats where the grade is unstable -------------------------------------------
+STRATEGIES = ("two_tier", "anchored", "regenerative", "opaque", "masking", "truncate", "keep_all")
+
+
+def _probe_job(args: tuple) -> tuple:
+    strategy, unstable, repeats = args
+    import json
+
+    from silas_exp.analysis.data import job_data
+    from silas_exp.config import compose_config
+    from silas_exp.run.job import make_job, run_job
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = compose_config(["suite=probes", "judge=llm", f"judge.repeats={repeats}",
+                              f"judge.unstable_only={str(unstable).lower()}", f"eviction={strategy}",
+                              "tracking=none", "llm.cache_mode=off", f"paths.cache={tmp}/c"])
+        out = run_job(cfg, make_job(cfg, f"eviction={strategy}"), Path(tmp) / "job")
+        rows = [json.loads(p.read_text()) for p in Path(tmp).rglob("probes.json")]
+        job = job_data(f"eviction={strategy}", 0, out.metrics, list(out.results()))
+        return strategy, unstable, job.cases, job.status, out.metrics, rows[0] if rows else []
+
+
+def judge_bench(repeats: int, workers: int, strategies: tuple[str, ...] = STRATEGIES) -> dict:
+    """The probe suite's strategies against two_tier with the model judge
+    (simulated: the offline rules plus ordinal noise) at ``repeats`` gradings,
+    every probe or only unstable ones: judge calls, verdicts, the judge's share."""
+    from silas_exp.analysis.ablation import ablation
+    from silas_exp.analysis.data import JobData, SweepData
+    from silas_exp.config import compose_config
+    from silas_exp.probes.rubric import CRITERIA
+
+    with ProcessPoolExecutor(workers) as ex:
+        got = list(ex.map(_probe_job, [(s, u, repeats) for u in (False, True) for s in strategies]))
+    settings = compose_config(["suite=probes"]).analysis
+    out: dict = {"repeats": repeats, "strategies": list(strategies)}
+    for unstable in (False, True):
+        jobs = [JobData(f"eviction={s}", 0, m, cases, status=st)
+                for s, u, cases, st, m, _ in got if u is unstable]
+        result = ablation(SweepData("probes", "", jobs), settings)
+        calls = sum(m.get("llm.calls.judge", 0.0) for _, u, _, _, m, _ in got if u is unstable)
+        out["unstable" if unstable else "all"] = {
+            "judge_calls": calls,
+            "verdicts": {v: vv.outcome.value for v, vv in result.verdicts.items()}}
+    rows_of = {st: [r for r in rs if r.get("scores")] for st, u, _, _, _, rs in got if not u}
+    shares = {}  # per criterion, within a strategy: the judge's share of a grading's variance
+    for c in CRITERIA:
+        per = []
+        for rows in rows_of.values():
+            graded = np.array([[r["scores"][c]] for r in rows if c in r["scores"]])
+            if len(graded) < 3:
+                continue
+            jv = float(np.mean([r["judge_variance"][c] * repeats / (repeats - 1)
+                                for r in rows if c in r["scores"]]))
+            agent = max(float(np.var(graded, ddof=1)) - jv / repeats, 0.0)
+            per.append(jv / (jv + agent) if jv + agent > 0 else math.nan)
+        if per:
+            shares[c] = float(np.nanmean(per))
+    out["judge_share_by_criterion"] = shares
+    out["judge_share_median"] = float(np.nanmedian(list(shares.values())))
+    saved = 1 - out["unstable"]["judge_calls"] / out["all"]["judge_calls"]
+    out["judge_calls_saved"] = saved
+    out["verdicts_unchanged"] = out["unstable"]["verdicts"] == out["all"]["verdicts"]
+    print(f"judge: {repeats} gradings; judge share of a grading's variance, median over criteria "
+          f"{out['judge_share_median']:.2f} ({min(shares.values()):.2f}-{max(shares.values()):.2f}); "
+          f"judge calls {out['all']['judge_calls']:.0f} every probe, "
+          f"{out['unstable']['judge_calls']:.0f} unstable only ({saved:.0%} saved); verdicts "
+          f"{'unchanged' if out['verdicts_unchanged'] else 'CHANGED'}: {out['unstable']['verdicts']}")
+    return out
+
+
+# -- 4. the README study against the fake Messages API server ----------------------------
+def server_cost(seeds: list[int], departure: float, extra: list[str]) -> dict:
+    """The README study on the real SDK path (the departing model behind the fake
+    server), with and without the twin, on the same seeds: requests the server
+    answered, the calls and dollars the study reports to its verdicts, the verdicts
+    and where each variant stopped."""
+    import os
+    import re
+    import subprocess
+
+    from tests.fakes.departing import departing_overrides, departing_responder
+    from tests.fakes.messages_server import API_KEY, FakeMessagesServer
+
+    spend = re.compile(r"in all ([\d,]+) calls, \$([\d,.]+)")
+    stops = re.compile(r"(\S+=\S+) stops after block (\d+): (\w+(?: \w+)*) —")
+    env = {**os.environ, "ANTHROPIC_API_KEY": API_KEY, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    out: dict = {"departure": departure, "seeds": {}}
+    for seed in seeds:
+        for twin in (False, True):
+            with FakeMessagesServer(responder=departing_responder(departure)) as srv, \
+                    tempfile.TemporaryDirectory() as tmp:
+                cmd = [sys.executable, "-m", "tests.fakes.departing", "-m",
+                       "scorer=weights,prompt,online", f"seed={seed}", "tracking=none",
+                       f"analysis.twin={str(twin).lower()}", f"hydra.sweep.dir={tmp}/s",
+                       f"paths.cache={tmp}/cache", *departing_overrides(departure, srv.base_url),
+                       *extra]
+                t0 = time.perf_counter()
+                proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise SystemExit(f"sweep failed:\n{proc.stderr[-3000:]}")
+                calls, usd = spend.findall(proc.stdout)[-1] if spend.findall(proc.stdout) \
+                    else ("0", "0")
+                row = {"requests": srv.message_requests, "calls": int(calls.replace(",", "")),
+                       "usd": float(usd.replace(",", "")), "wall_s": time.perf_counter() - t0,
+                       "stops": {v: {"block": int(b), "outcome": o}
+                                 for v, b, o in stops.findall(proc.stdout + proc.stderr)}}
+                out["seeds"].setdefault(seed, {})["with" if twin else "without"] = row
+                print(f"seed {seed} {'with' if twin else 'without'} the twin: {row['requests']} "
+                      f"requests, {row['calls']} calls, ${row['usd']:.2f}; stops {row['stops']}",
+                      flush=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--studies", type=int, default=400)
+    parser.add_argument("--cases", type=int, default=80, help="replayed cases of the pool")
+    parser.add_argument("--block", type=int, default=40)
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skip-replays", action="store_true")
+    parser.add_argument("--skip-simulation", action="store_true")
+    parser.add_argument("--plain-t", action="store_true", help="simulation: Student's t, not the "
+                        "expanded bootstrap, wherever the twin does not correct")
+    parser.add_argument("--judge", action="store_true", help="only the judge-repeats part")
+    parser.add_argument("--judge-repeats", type=int, default=3)
+    parser.add_argument("--server", default="", help="seeds of the README study against the "
+                        "fake Messages API server, with and without the twin (e.g. 0,1)")
+    parser.add_argument("--server-setting", default="close")
+    parser.add_argument("--server-args", default="", help="extra overrides of that study")
+    parser.add_argument("--quick", action="store_true",
+                        help="CI smoke: 20 studies; weights only, 8 cases in blocks of 4, two settings")
+    ns = parser.parse_args()
+    from tests.fakes.departing import SETTINGS
+
+    departures, variants = dict(SETTINGS), VARIANTS
+    if ns.quick:
+        ns.studies, ns.cases, ns.block, ns.seeds = 20, 8, 4, 1
+        departures = {k: SETTINGS[k] for k in ("identical", "unrelated")}
+        variants = ("scorer=weights",)
+    t0 = time.perf_counter()
+    if ns.judge:
+        save("cv-judge", judge_bench(ns.judge_repeats, ns.workers))
+        return
+    if ns.server:
+        save("cv-server", server_cost([int(x) for x in ns.server.split(",")],
+                                      SETTINGS[ns.server_setting], ns.server_args.split()))
+        return
+    out: dict = {} if ns.skip_simulation else {"simulation": simulate(ns.studies,
+                                                                     plain_t=ns.plain_t)}
+    if not ns.skip_replays:
+        out["replays"] = replays(list(range(ns.seeds)), ns.cases, ns.block, ns.workers, departures,
+                                 variants)
+    out["seconds"] = time.perf_counter() - t0
+    save("cv" + ("-replays" if ns.skip_simulation else "-simulation" if ns.skip_replays else "")
+         + ("-t" if ns.plain_t else ""), out)
+
+
+if __name__ == "__main__":
+    main()
