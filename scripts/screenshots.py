@@ -2,10 +2,11 @@
 
 Builds a throwaway project folder, fills an MLflow store the way a user would —
 the README's sweep (``scorer=weights,prompt,online``), a baseline promoted from
-it and a ``regress`` check, a compression-probe sweep, and one real-model probe
-run against the local Messages API server of the tests (real ``anthropic`` SDK,
-judge=llm) — serves it on 127.0.0.1 as ``silas-exp ui`` does (``mlflow server
---app-name silas-exp``) and takes PNGs in headless Chromium, each page in a
+it and a ``regress`` check, a later study against another control, a
+compression-probe sweep, and one real-model probe run against the local
+Messages API server of the tests (real ``anthropic`` SDK, judge=llm) — serves
+it on 127.0.0.1 as ``silas-exp ui`` does (``mlflow server --app-name
+silas-exp``) and takes PNGs in headless Chromium, each page in a
 fresh profile (a new user's browser: nothing clicked before, nothing closed by
 this script), 1280×800 unless said:
 
@@ -17,7 +18,8 @@ this script), 1280×800 unless said:
 * ``job_metrics.png``       that job's "Model metrics" tab as it opens: the gated section first
 * ``paired_table.png``      the parent run's description expanded, scrolled to the table of
                             each variant beside the control on that variant's own cases
-* ``chart_view.png``        the experiment's chart view, first rows
+* ``chart_view.png``        the experiment's chart view, its charts searched for ``ndcg``: the
+                            two studies' margins, a section per control
 * ``parent_verdict.png``    the README sweep's parent run at 1600×1000: the decision in its
                             collapsed description
 * ``child_run.png``         a job run of the README sweep: name, description, metrics, dataset
@@ -101,6 +103,10 @@ def fill_store(work: Path) -> None:
     (work / "readme").mkdir(exist_ok=True)
     shutil.copy2(work / "mlruns" / "mlflow.db", work / "readme" / "mlflow.db")
     _promote_and_regress(work)
+    # a later study of the same suite against another control: its margins charts get a
+    # section of their own in the experiment's chart view (chart_view.png)
+    _silas(work, "-m", "scorer=online,weights", "analysis.control=\"scorer=weights\"",
+           f"hydra.sweep.dir={work / 'later'}")
     _silas(work, "-m", "suite=probes", f"suite.path={REPO / 'probes' / 'default'}",
            "eviction=keep_all,anchored,truncate", "repeats=3",
            "analysis.control=\"eviction=keep_all\"", f"hydra.sweep.dir={work / 'probe_sweep'}")
@@ -204,7 +210,7 @@ def _wait_for(driver, test, wait: float) -> bool:
     return False
 
 
-def shoot_runs_table(driver, url: str, experiment: str, parent: str, job: str, out: Path) -> None:
+def shoot_runs_table(driver, url: str, experiment: str, sweep_id: str, job: str, out: Path) -> None:
     """The runs table, its parent expanded; then a job's name clicked in it (the
     table's run links carry no ``?workflowType=``: the page follows the browser's
     stored choice, which ``silas-exp ui`` defaults to "Model training"), and that
@@ -214,7 +220,9 @@ def shoot_runs_table(driver, url: str, experiment: str, parent: str, job: str, o
     _open(driver, f"{url}/#/experiments/{experiment}/runs?workflowType=machine_learning", wait=5,
           until="//button[contains(@data-component-id,'runnamecellrenderer')]")
     save(driver, out, "experiment_runs.png")
-    _click(driver, "//button[contains(@data-component-id,'runnamecellrenderer')]", wait=3)
+    # the expand button of the parent's row (a later study's row may come first)
+    _click(driver, f"//a[contains(., '{sweep_id}')]/preceding::button"
+                   "[contains(@data-component-id,'runnamecellrenderer')][1]", wait=3)
     save(driver, out, "runs_expanded.png")
 
     def visible_links():
@@ -279,6 +287,7 @@ def first_job(client, parent) -> str:
 def shoot(url: str, work: Path, out: Path) -> None:
     import mlflow
     from mlflow.tracking import MlflowClient
+    from selenium.webdriver.common.by import By
 
     uri = f"sqlite:///{work / 'mlruns' / 'mlflow.db'}"
     client = MlflowClient(uri)
@@ -288,8 +297,8 @@ def shoot(url: str, work: Path, out: Path) -> None:
     trace = mlflow.search_traces(locations=[probes], return_type="list", max_results=1,
                                  filter_string="tags.`silas.task` = 'probe'")[0]
     runs_view = "?workflowType=machine_learning"  # every link silas_exp prints carries it
-    parent = next(r for r in client.search_runs([default])
-                  if r.data.tags.get("silas.kind") == "sweep")
+    parent = next(r for r in client.search_runs([default], order_by=["attributes.start_time ASC"])
+                  if r.data.tags.get("silas.kind") == "sweep")  # the README sweep's
     probe_parent = next(r for r in client.search_runs([probes])
                         if r.data.tags.get("silas.kind") == "sweep")
     driver = browser()
@@ -301,9 +310,13 @@ def shoot(url: str, work: Path, out: Path) -> None:
         save(driver, out, "ablation_report.png")
         _open(driver, f"{url}/#/experiments/{default}/runs{runs_view}&compareRunsMode=CHART",
               wait=15, until="//*[starts-with(normalize-space(), 'margins vs')]")
+        search = driver.find_element(By.XPATH, "//input[@placeholder='Search metric charts']")
+        search.send_keys("ndcg")  # one metric: each study's section fits the first screen
+        time.sleep(5)
         save(driver, out, "chart_view.png")
         shoot_paired_table(driver, url, default, parent.info.run_id, out)
-        shoot_runs_table(driver, url, default, parent.info.run_id, first_job(client, parent), out)
+        shoot_runs_table(driver, url, default, parent.data.tags["silas.sweep_id"],
+                         first_job(client, parent), out)
         # a job of the README sweep (baseline promote marks the study's parent, not a job)
         _open(driver, f"{url}/#/experiments/{default}/runs/{first_job(client, parent)}{runs_view}",
               wait=5, until="//*[starts-with(normalize-space(), 'Metrics (')]")
