@@ -1,29 +1,35 @@
 """Screenshots of the MLflow UI for ``docs/img/`` (not part of the test run).
 
 Builds a throwaway project folder, fills an MLflow store the way a user would —
-the README's sweep (``scorer=weights,prompt,online``, 5 repeats), a baseline
-promoted from it and a ``regress`` check, a compression-probe sweep, and one
-real-model probe run against the local Messages API server of the tests (real
-``anthropic`` SDK, judge=llm) — serves it with ``mlflow server`` on 127.0.0.1 and
-takes 1280×800 PNGs in headless Chromium with a fresh profile:
+the README's sweep (``scorer=weights,prompt,online``), a baseline promoted from
+it and a ``regress`` check, a later study against another control, a
+compression-probe sweep, and one real-model probe run against the local
+Messages API server of the tests (real ``anthropic`` SDK, judge=llm) — serves
+it on 127.0.0.1 as ``silas-exp ui`` does (``mlflow server --app-name
+silas-exp``) and takes PNGs in headless Chromium, each page in a
+fresh profile (a new user's browser: nothing clicked before, nothing closed by
+this script), 1280×800 unless said:
 
-* ``experiments_list.png``  the experiments list: each description links to the runs view
+* ``experiments_list.png``  the experiments list: each description opens with plain words
 * ``experiment_runs.png``   the experiment as the printed link opens it (runs)
 * ``runs_expanded.png``     the runs table with the sweep's parent run expanded: its name
                             opens with the verdict counts (``1✓ 1✗ 1?``), all three visible
-* ``job_clicked.png``       a job's name clicked in that table: its run page, taken only
-                            if it is still "Model training" (not so in MLflow 3.17.2)
+* ``job_clicked.png``       a job's name clicked in that table: its run page, "Model training"
+* ``job_metrics.png``       that job's "Model metrics" tab as it opens: the gated section first
 * ``paired_table.png``      the parent run's description expanded, scrolled to the table of
                             each variant beside the control on that variant's own cases
-* ``chart_view.png``        the experiment's chart view, first row: the parent's
-                            ``margins.<variant>.<metric>`` charts
-* ``parent_verdict.png``    the README sweep's parent run: the decision in its collapsed description
-* ``child_run.png``         a job run of the README sweep: name, description, params, dataset
+* ``chart_view.png``        the experiment's chart view, its charts searched for ``ndcg``: the
+                            two studies' margins, a section per control
+* ``parent_verdict.png``    the README sweep's parent run at 1600×1000: the decision in its
+                            collapsed description
+* ``child_run.png``         a job run of the README sweep: name, description, metrics, dataset
 * ``ablation_report.png``   the probe sweep parent's ``ablation.html`` in the artifact view
 * ``probe_trace.png``       a probe's trace (answer + judge spans) with the judge's feedback
+* ``plain_mlflow.png``      the experiment as plain ``mlflow server`` (no ``--app-name``) shows it
+                            to a new browser at 1600×1000: GenAI, its pop-up, the Assistant
 
-Needs Debian's ``chromium`` and ``chromium-driver`` and ``pip install selenium``;
-run from the repository root:
+Needs Debian's ``chromium`` and ``chromium-driver``, ``pip install selenium``, and
+silas_exp installed (its ``mlflow.app`` entry point); run from the repository root:
 
     python scripts/screenshots.py [--out docs/img] [--keep /tmp/shots]
 
@@ -46,6 +52,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 SIZE = (1280, 800)
+WIDE = (1600, 1000)
 
 
 def _free_port() -> int:
@@ -91,7 +98,15 @@ def fill_store(work: Path) -> None:
     from tests.tracking.responders import grading_responder
 
     _silas(work, "-m", "scorer=weights,prompt,online", f"hydra.sweep.dir={work / 'multirun'}")
+    # the store as the README's sweep leaves it, before a promotion and a check put their
+    # lines above the decision in its parent's description (parent_verdict.png)
+    (work / "readme").mkdir(exist_ok=True)
+    shutil.copy2(work / "mlruns" / "mlflow.db", work / "readme" / "mlflow.db")
     _promote_and_regress(work)
+    # a later study of the same suite against another control: its margins charts get a
+    # section of their own in the experiment's chart view (chart_view.png)
+    _silas(work, "-m", "scorer=online,weights", "analysis.control=\"scorer=weights\"",
+           f"hydra.sweep.dir={work / 'later'}")
     _silas(work, "-m", "suite=probes", f"suite.path={REPO / 'probes' / 'default'}",
            "eviction=keep_all,anchored,truncate", "repeats=3",
            "analysis.control=\"eviction=keep_all\"", f"hydra.sweep.dir={work / 'probe_sweep'}")
@@ -103,14 +118,20 @@ def fill_store(work: Path) -> None:
                env={"ANTHROPIC_API_KEY": API_KEY})
 
 
-def serve(work: Path, wait: float = 300.0) -> tuple[subprocess.Popen, str]:
+def serve(work: Path, wait: float = 300.0, plain: bool = False, db: Path | None = None
+          ) -> tuple[subprocess.Popen, str]:
+    """The store (``db``, default the project's) served as ``silas-exp ui`` serves
+    it, or (``plain``) by plain MLflow."""
+    from silas_exp.tracking.ui_app import APP_NAME
+
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{work / 'mlruns' / 'mlflow.db'}", "--workers", "1"],
+         "--backend-store-uri", f"sqlite:///{db or work / 'mlruns' / 'mlflow.db'}",
+         "--workers", "1", *([] if plain else ["--app-name", APP_NAME])],
         env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
+        stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + wait
     while time.time() < deadline:
         try:
@@ -118,11 +139,19 @@ def serve(work: Path, wait: float = 300.0) -> tuple[subprocess.Popen, str]:
                 return server, url
         except OSError:
             time.sleep(0.5)
-    server.terminate()
+    stop(server)
     raise SystemExit(f"mlflow server did not become healthy within {wait:.0f} s")
 
 
-def browser():
+def stop(server: subprocess.Popen) -> None:
+    """The server and every process it started (its process group)."""
+    from silas_exp.cli.ui import _stop
+
+    _stop(server)
+
+
+def browser(size: tuple[int, int] = SIZE):
+    """Headless Chromium with a fresh profile, at ``size``."""
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
@@ -136,7 +165,7 @@ def browser():
     opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     driver = webdriver.Chrome(options=opts, service=Service(shutil.which("chromedriver")))
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-        "width": SIZE[0], "height": SIZE[1], "deviceScaleFactor": 1, "mobile": False})
+        "width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": False})
     return driver
 
 
@@ -150,12 +179,17 @@ def _click(driver, xpath: str, wait: float = 1.5) -> bool:
     return bool(found)
 
 
-def _open(driver, url: str, wait: float = 6.0) -> None:
+def _open(driver, url: str, wait: float = 6.0, until: str | None = None,
+          limit: float = 240.0) -> None:
+    """Load ``url``; wait until an element matches ``until`` (a busy machine serves
+    slowly), then ``wait`` seconds more for the rest of the page."""
+    from selenium.webdriver.common.by import By
+
     driver.get(url)
+    if until and not _wait_for(driver, lambda d: any(
+            e.is_displayed() for e in d.find_elements(By.XPATH, until)), limit):
+        raise SystemExit(f"{url}: nothing matched {until} within {limit:.0f} s")
     time.sleep(wait)
-    # the assistant side panel would hide half of every page
-    _click(driver, "//*[contains(text(),'MLflow Assistant')]/ancestor::div[.//button[@aria-label="
-                   "'Close']][1]//button[@aria-label='Close']", wait=1.0)
 
 
 def _real_click(driver, element) -> None:
@@ -176,17 +210,19 @@ def _wait_for(driver, test, wait: float) -> bool:
     return False
 
 
-def shoot_runs_table(driver, url: str, experiment: str, parent: str, job: str, out: Path) -> None:
-    """The runs table, its parent expanded; then a job's name clicked in it.
-    MLflow 3.17.2's run links in the table carry no ``?workflowType=``, and any
-    run page opened without it (the parent's too) shows the GenAI layout
-    ("Evaluation runs"): ``job_clicked.png`` is saved only when the click
-    stays in "Model training"."""
+def shoot_runs_table(driver, url: str, experiment: str, sweep_id: str, job: str, out: Path) -> None:
+    """The runs table, its parent expanded; then a job's name clicked in it (the
+    table's run links carry no ``?workflowType=``: the page follows the browser's
+    stored choice, which ``silas-exp ui`` defaults to "Model training"), and that
+    job's "Model metrics" tab."""
     from selenium.webdriver.common.by import By
 
-    _open(driver, f"{url}/#/experiments/{experiment}/runs?workflowType=machine_learning", wait=10)
+    _open(driver, f"{url}/#/experiments/{experiment}/runs?workflowType=machine_learning", wait=5,
+          until="//button[contains(@data-component-id,'runnamecellrenderer')]")
     save(driver, out, "experiment_runs.png")
-    _click(driver, "//button[contains(@data-component-id,'runnamecellrenderer')]", wait=3)
+    # the expand button of the parent's row (a later study's row may come first)
+    _click(driver, f"//a[contains(., '{sweep_id}')]/preceding::button"
+                   "[contains(@data-component-id,'runnamecellrenderer')][1]", wait=3)
     save(driver, out, "runs_expanded.png")
 
     def visible_links():
@@ -199,13 +235,16 @@ def shoot_runs_table(driver, url: str, experiment: str, parent: str, job: str, o
     _real_click(driver, links[0])
     if not _wait_for(driver, lambda d: f"/runs/{job}" in d.current_url, 20):
         raise SystemExit(f"clicking job {job} left the page at {driver.current_url}")
-    time.sleep(8)  # the run page loads its params, metrics and datasets
+    _wait_for(driver, lambda d: "Metrics (" in d.find_element(By.TAG_NAME, "body").text, 240)
+    time.sleep(5)  # the run page loads its params, metrics and datasets
     body = driver.find_element(By.TAG_NAME, "body").text
-    if "Evaluation runs" in body:  # MLflow 3.17.2: the table's run links carry no ?workflowType=
-        print("job_clicked.png not taken: the clicked job opened MLflow's GenAI view",
-              file=sys.stderr)
-        return
+    if "Evaluation runs" in body:
+        raise SystemExit("the clicked job opened MLflow's GenAI evaluation layout")
     save(driver, out, "job_clicked.png")
+    # its "Model metrics" tab as it opens (the tab's own address, no ?workflowType=)
+    _open(driver, f"{url}/#/experiments/{experiment}/runs/{job}/model-metrics", wait=8,
+          until="//*[starts-with(normalize-space(), 'gated')]")
+    save(driver, out, "job_metrics.png")
 
 
 def shoot_paired_table(driver, url: str, experiment: str, parent: str, out: Path) -> None:
@@ -213,7 +252,7 @@ def shoot_paired_table(driver, url: str, experiment: str, parent: str, out: Path
     from selenium.webdriver.common.by import By
 
     _open(driver, f"{url}/#/experiments/{experiment}/runs/{parent}?workflowType=machine_learning",
-          wait=10)
+          wait=5, until="//*[contains(., 'Show more')]")
     for xpath in ("//button[contains(., 'Show more') or contains(., 'See more') "
                   "or contains(., 'Expand') or contains(@aria-label, 'xpand')]",):
         _click(driver, xpath, wait=2)
@@ -248,6 +287,7 @@ def first_job(client, parent) -> str:
 def shoot(url: str, work: Path, out: Path) -> None:
     import mlflow
     from mlflow.tracking import MlflowClient
+    from selenium.webdriver.common.by import By
 
     uri = f"sqlite:///{work / 'mlruns' / 'mlflow.db'}"
     client = MlflowClient(uri)
@@ -257,31 +297,69 @@ def shoot(url: str, work: Path, out: Path) -> None:
     trace = mlflow.search_traces(locations=[probes], return_type="list", max_results=1,
                                  filter_string="tags.`silas.task` = 'probe'")[0]
     runs_view = "?workflowType=machine_learning"  # every link silas_exp prints carries it
-    parent = next(r for r in client.search_runs([default])
-                  if r.data.tags.get("silas.kind") == "sweep")
+    parent = next(r for r in client.search_runs([default], order_by=["attributes.start_time ASC"])
+                  if r.data.tags.get("silas.kind") == "sweep")  # the README sweep's
     probe_parent = next(r for r in client.search_runs([probes])
                         if r.data.tags.get("silas.kind") == "sweep")
     driver = browser()
     try:
-        _open(driver, f"{url}/#/experiments")
+        _open(driver, f"{url}/#/experiments", wait=3, until="//a[normalize-space()='silas-default']")
         save(driver, out, "experiments_list.png")
-        _open(driver, f"{url}/#/experiments/{default}/runs/{parent.info.run_id}{runs_view}")
-        save(driver, out, "parent_verdict.png")
         _open(driver, f"{url}/#/experiments/{probes}/runs/{probe_parent.info.run_id}/artifacts/"
-                      f"ablation.html{runs_view}", wait=8)
+                      f"ablation.html{runs_view}", wait=10, until="//iframe")
         save(driver, out, "ablation_report.png")
         _open(driver, f"{url}/#/experiments/{default}/runs{runs_view}&compareRunsMode=CHART",
-              wait=15)
+              wait=15, until="//*[starts-with(normalize-space(), 'margins vs')]")
+        search = driver.find_element(By.XPATH, "//input[@placeholder='Search metric charts']")
+        search.send_keys("ndcg")  # one metric: each study's section fits the first screen
+        time.sleep(5)
         save(driver, out, "chart_view.png")
         shoot_paired_table(driver, url, default, parent.info.run_id, out)
-        shoot_runs_table(driver, url, default, parent.info.run_id, first_job(client, parent), out)
+        shoot_runs_table(driver, url, default, parent.data.tags["silas.sweep_id"],
+                         first_job(client, parent), out)
         # a job of the README sweep (baseline promote marks the study's parent, not a job)
-        _open(driver, f"{url}/#/experiments/{default}/runs/{first_job(client, parent)}{runs_view}")
+        _open(driver, f"{url}/#/experiments/{default}/runs/{first_job(client, parent)}{runs_view}",
+              wait=5, until="//*[starts-with(normalize-space(), 'Metrics (')]")
         save(driver, out, "child_run.png")
         _open(driver, f"{url}/#/experiments/{probes}/traces?workflowType=genai"
                       f"&selectedEvaluationId={trace.info.trace_id}", wait=8)
         _click(driver, "//button[.//*[contains(text(),'Assess')] or contains(.,'Assess')]", wait=2)
         save(driver, out, "probe_trace.png")
+    finally:
+        driver.quit()
+
+
+def shoot_readme(url: str, work: Path, out: Path) -> None:
+    """The README sweep's parent run, as the link `silas-exp ui` prints opens it in
+    a new browser on a wide screen (the store before the promotion and the check)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{work / 'readme' / 'mlflow.db'}")
+    default = client.get_experiment_by_name("silas-default").experiment_id
+    parent = next(r for r in client.search_runs([default])
+                  if r.data.tags.get("silas.kind") == "sweep")
+    wide = browser(WIDE)
+    try:
+        _open(wide, f"{url}/#/experiments/{default}/runs/{parent.info.run_id}"
+                    "?workflowType=machine_learning", wait=8,
+              until="//*[contains(text(), 'About this run')]")
+        save(wide, out, "parent_verdict.png")
+    finally:
+        wide.quit()
+
+
+def shoot_plain(url: str, work: Path, out: Path) -> None:
+    """The experiment as plain MLflow shows it to a new browser, opened without
+    ``?workflowType=``: what a team server's users see until they click."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{work / 'mlruns' / 'mlflow.db'}")
+    default = client.get_experiment_by_name("silas-default").experiment_id
+    driver = browser(WIDE)
+    try:
+        _open(driver, f"{url}/#/experiments/{default}", wait=8,
+              until="//*[contains(text(), 'Detect Issues')]")
+        save(driver, out, "plain_mlflow.png")
     finally:
         driver.quit()
 
@@ -296,12 +374,15 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     if not (work / "mlruns" / "mlflow.db").exists():
         fill_store(work)
-    server, url = serve(work)
     try:
-        shoot(url, work, args.out)
+        for db, plain, take in ((work / "readme" / "mlflow.db", False, shoot_readme),
+                                (None, False, shoot), (None, True, shoot_plain)):
+            server, url = serve(work, plain=plain, db=db)
+            try:
+                take(url, work, args.out)
+            finally:
+                stop(server)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
 

@@ -4,8 +4,8 @@ for ``docs/img/`` (not part of the test run).
 Reads a project folder where the workflow of docs/mlflow.md ran ("Decide →
 promote → change → gate": a study, ``baseline promote``, a second study and
 ``regress`` on one of its variants), serves its store with ``mlflow server``
-on 127.0.0.1 and takes 1280×800 PNGs in headless Chromium
-(``scripts/screenshots.py``'s browser and server):
+on 127.0.0.1 as ``silas-exp ui`` does and takes 1280×800 PNGs in headless
+Chromium with a fresh profile (``scripts/screenshots.py``'s browser and server):
 
 * ``baseline_experiment.png``  the experiments list: the baseline, one click away
 * ``baseline_run.png``         the promoted study's parent run: "Baseline:" first
@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from screenshots import REPO, _open, browser, save, serve  # noqa: E402
+from screenshots import REPO, _open, browser, save, serve, stop  # noqa: E402
 
 RUNS_VIEW = "?workflowType=machine_learning"
 WAIT = 20.0  # seconds a page gets to load (a busy machine is slow)
@@ -67,8 +67,7 @@ def main() -> None:
     try:
         shoot(url, args.project, args.out)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop(server)
 
 
 if __name__ == "__main__":

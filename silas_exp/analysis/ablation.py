@@ -36,7 +36,7 @@ from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.errors import AnalysisError
 from silas_exp.metrics.names import display_name
 from silas_exp.metrics.numbers import interval, signed
-from silas_exp.metrics.registry import SuiteKind, gated_for, reported_for, spec
+from silas_exp.metrics.registry import SuiteKind, gate_of, gated_for, reported_for, spec
 from silas_exp.stats import (
     MetricCall,
     Oriented,
@@ -264,11 +264,7 @@ def ablation(data: SweepData, settings: AnalysisSettings | None = None, *,
     if not variants:
         raise AnalysisError(f"sweep {data.sweep_id} has only the control variant {control!r}")
     kind = suite_kind(data)
-    gated = list(s.gate) if s.gate else gated_for(kind)
-    if PASS_METRIC not in gated:
-        gated.append(PASS_METRIC)
-    if ERROR_METRIC not in gated:
-        gated.append(ERROR_METRIC)  # errors always gate
+    gated = gate_of(kind, s.gate)  # pass and errors always gate
     shown = list(dict.fromkeys(gated + list(metrics or reported_for(kind))))
     result = AblationResult(data.sweep_id, data.command, control, reason, kind, shown, [],
                             s.correction, s.confidence, {}, min_cases=s.min_cases,

@@ -43,10 +43,13 @@ class Column:
 
 COLUMNS: tuple[Column, ...] = (
     Column("variant", lambda c: c.variant, (("variant", lambda c: c.variant),)),
+    # sd over repeats of each repeat's mean over cases: none with one repeat per case (the
+    # default), and the data table's field names say so beside its ``repeats`` column
     Column("variant mean (± sd over repeats)", lambda c: _mean(c.mean, c.sd),
-           (("mean", lambda c: c.mean), ("sd", lambda c: c.sd))),
+           (("mean", lambda c: c.mean), ("sd_over_repeats", lambda c: c.sd))),
     Column("control mean on the same cases", lambda c: _mean(c.control_mean, c.control_sd),
-           (("control_mean", lambda c: c.control_mean), ("control_sd", lambda c: c.control_sd))),
+           (("control_mean", lambda c: c.control_mean),
+            ("control_sd_over_repeats", lambda c: c.control_sd))),
     Column("Δ vs control [CI]", lambda c: interval(c.delta, c.ci_low, c.ci_high),
            (("delta", lambda c: c.delta), ("ci_low", lambda c: c.ci_low),
             ("ci_high", lambda c: c.ci_high))),

@@ -49,25 +49,33 @@ def sweep_params(command: str, swept: list[str], added_control: str | None) -> d
     return params
 
 
+def margins_section(control: str) -> str:
+    """The chart section of a study's ``margins`` metrics, named by its control
+    ("margins vs heuristic"): MLflow's charts put the part of a key before "/"
+    into a section of its own, so studies against other controls never share a chart."""
+    return f"margins vs {chart_names([control])[control]}"
+
+
 def parent_metrics(r: AblationResult) -> dict[str, float]:
     """A handful of metrics named for charts (at most PARENT_METRICS, the sweep's
     job counts included): each variant's difference from the control on the
     gated metrics first, in units of the metric's margin and oriented so that
-    below zero is worse (``margins.<variant>.<metric>``: −1 is the margin; the
-    run page cuts long names, so the variant comes first), then the verdict
-    counts. MLflow's charts label a value with two decimals: a raw Δ of
-    −0.005 would read −0.01, a share of the margin reads right. Every
-    statistic is in the ``ablation_table.json`` table. Values are rounded to
-    four significant digits: the run page's table shows every digit logged."""
+    below zero is worse (``margins vs <control>/<variant>.<metric>``: −1 is the
+    margin; the run page cuts long names, so the variant comes first in the
+    chart's title), then the verdict counts. MLflow's charts label a value with
+    two decimals: a raw Δ of −0.005 would read −0.01, a share of the margin reads
+    right. Every statistic is in the ``ablation_table.json`` table. Values are
+    rounded to four significant digits: the run page's table shows every digit logged."""
     counts = {f"verdict.{o.value}": float(sum(vv.outcome is o for vv in r.verdicts.values()))
               for o in Outcome}
     room = PARENT_METRICS - len(counts) - 2  # sweep.jobs, sweep.failed_jobs
     short = chart_names(list(r.verdicts))
+    section = margins_section(r.control)
     out: dict[str, float] = {}  # in the order the run page lists them: gated first
     for metric in r.gated:
         for c in r.table(metric):
             if len(out) < room and not math.isnan(c.delta) and c.margin > 0:
-                out[f"margins.{short[c.variant]}.{metric}"[:250]] = rounded(in_margins(c))
+                out[f"{section}/{short[c.variant]}.{metric}"[:250]] = rounded(in_margins(c))
     return {**out, **counts}
 
 
@@ -82,7 +90,7 @@ def parent_summary(r: AblationResult, swept: list[str] | None = None,
     """The parent run's description opens with the decision in one sentence
     (collapsed, the UI shows only the first lines), then the verdict table of
     ``ablation.md``; its name starts with the verdict counts (the runs table
-    cuts long names). ``silas.verdict.<name>`` and ``delta.<name>.<metric>``
+    cuts long names). ``silas.verdict.<name>`` and ``margins vs <control>/<name>.<metric>``
     name a variant alike (:func:`chart_names`)."""
     lines = [*decision_lines(r), "", *verdict_lines(r), "",
              "Each variant beside the control on that variant's own cases and repeats:", "",

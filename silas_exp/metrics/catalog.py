@@ -80,10 +80,10 @@ _m("tier2.hard_ceiling_overrides", "lower", "count",
 # -- §20.2 case outcomes ---------------------------------------------------------
 _m("summary.pass", "higher", "share 0-1",
    "case passed its expected mode (errors count as not passed, skipped cases not at all)",
-   gate=BOTH, margin=0.05, name="pass rate", **PASS_FAIL)
+   gate=BOTH, margin=0.05, name="pass rate", run_key="summary.pass_rate", **PASS_FAIL)
 _m("summary.error", "lower", "share 0-1",
    "case ended in error or timeout; a variant with more errors than the control never ships",
-   gate=BOTH, margin=0.0, name="error rate", **PASS_FAIL)
+   gate=BOTH, margin=0.0, name="error rate", run_key="summary.error_rate", **PASS_FAIL)
 _m("summary.pass_rate", "higher", "share 0-1", "passed / judged cases of the run", per_case=False,
    name="pass rate")
 _m("summary.error_rate", "lower", "share 0-1", "errored or timed-out cases / cases",

@@ -71,7 +71,7 @@ def chart_names(variants: list[str]) -> dict[str, str]:
     """Variants by their values ("scorer=online" -> "online"), so a metric's
     name shows the variant before the UI cuts it; the full name if two collide.
     A study's parent run names its ``silas.verdict.<name>`` tags and
-    ``margins.<name>.<metric>`` metrics so."""
+    ``margins vs <control>/<name>.<metric>`` metrics so."""
     short = {v: safe_name("_".join(p.partition("=")[2] or p for p in v.split(",")))
              for v in variants}
     if len(set(short.values())) < len(short):

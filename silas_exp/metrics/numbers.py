@@ -40,8 +40,11 @@ def p_value(p: float) -> str:
 
 
 def rounded(x: float) -> float:
-    """A value to four significant digits, for logs that show every digit."""
-    return x if math.isnan(x) or math.isinf(x) else float(f"{x:.{DIGITS}g}")
+    """A value as ``num`` shows it (four significant digits, whole units from
+    1,000), for logs and tables that show every digit of what they are given."""
+    if math.isnan(x) or math.isinf(x):
+        return x
+    return float(round(x)) if abs(x) >= 10 ** DIGITS / 10 else float(f"{x:.{DIGITS}g}")
 
 
 def percent(share: float) -> str:

@@ -26,8 +26,8 @@ from silas_exp.metrics.spec import (
 )
 
 __all__ = ["Direction", "MarginKind", "MetricSpec", "SuiteKind", "all_specs", "declared",
-           "direction", "find_spec", "gated_for", "markdown", "register_metric", "reported_for",
-           "spec", "undeclared"]
+           "direction", "find_spec", "gate_of", "gated_for", "markdown", "register_metric",
+           "reported_for", "run_key", "spec", "undeclared"]
 
 
 def find_spec(key: str) -> MetricSpec | None:
@@ -51,6 +51,9 @@ def undeclared(keys: Iterable[str]) -> list[str]:
     return sorted(k for k in keys if find_spec(k) is None)
 
 
+ALWAYS_GATED = ("summary.pass", "summary.error")
+
+
 def _kinds(kind: SuiteKind) -> tuple[str, ...]:
     return ("replay", "probe") if kind == "mixed" else (kind,)
 
@@ -58,6 +61,18 @@ def _kinds(kind: SuiteKind) -> tuple[str, ...]:
 def gated_for(kind: SuiteKind) -> list[str]:
     """A mixed suite gates what either kind gates (each metric on the cases that have it)."""
     return [s.key for s in all_specs() if set(_kinds(kind)) & set(s.gate)]
+
+
+def gate_of(kind: SuiteKind, chosen: Iterable[str] | None = None) -> list[str]:
+    """What a verdict gates on: the metrics chosen (``analysis.gate``), else the
+    suite kind's, and always pass and errors (a variant that errors more never ships)."""
+    gated = list(chosen) if chosen else gated_for(kind)
+    return gated + [k for k in ALWAYS_GATED if k not in gated]
+
+
+def run_key(key: str) -> str:
+    """The run-level metric a job logs for ``key`` (its declared ``run_key``, else ``key``)."""
+    return spec(key).run_key or key
 
 
 def reported_for(kind: SuiteKind) -> list[str]:

@@ -44,6 +44,9 @@ class MetricSpec:
     # what people read in reports and the console ("retrieval relevance"); the key stays the
     # identity in MLflow and in config. Empty: metrics.names derives it (nDCG@10) or shows the key
     name: str = ""
+    # the run-level metric a job logs for this per-case one (summary.pass: summary.pass_rate);
+    # empty: the same key (the mean over the job's cases)
+    run_key: str = ""
 
     def __post_init__(self) -> None:
         if not _KEY.match(self.key):

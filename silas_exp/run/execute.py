@@ -19,6 +19,7 @@ from silas_exp.records import (
     SweepManifest,
     finished_here,
     job_result,
+    read_job_result,
     read_manifest,
     write_job_result,
 )
@@ -114,8 +115,8 @@ def execute(cfg: ExperimentConfig, out_dir: Path, task_overrides: list[str], mul
                                          loaded.suite.version)
         if done is not None:
             tracker.restore_job(done, out_dir)
-            console.skipped(label, done.run_id)
-            return done.metrics.get(cfg.metrics.optimize, math.nan)
+            console.skipped(label, done.run_id)  # its exact metrics: the record (MLflow's are rounded)
+            return read_job_result(out_dir).metrics.get(cfg.metrics.optimize, math.nan)
         kept = None if cfg.tracking.enabled else finished_here(  # tracking=none: its folder
             out_dir, cfg.variant_hash(), job.repeat, job.block, loaded.suite.version)
         if kept is not None:

@@ -28,10 +28,10 @@ class JobRun(Protocol):
 
 @dataclass(frozen=True)
 class FinishedJob:
-    """A job an earlier, interrupted invocation of the sweep finished."""
+    """A job an earlier, interrupted invocation of the sweep finished (its record,
+    with its exact metrics, comes with ``Tracker.restore_job``)."""
 
     run_id: str
-    metrics: dict[str, float]
 
 
 class Tracker(Protocol):

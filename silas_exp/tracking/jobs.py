@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from silas_exp.metrics.names import display_name
-from silas_exp.metrics.numbers import num
+from silas_exp.metrics.numbers import num, rounded
+from silas_exp.metrics.registry import gate_of, run_key
 from silas_exp.records import CASES_FILE, PROBE_TABLE, RESULT_FILE, SweepEnd, SweepManifest
 from silas_exp.tracking.parent import close_parent
 from silas_exp.tracking.payload import (
@@ -123,7 +124,7 @@ def job_payload(cfg: ExperimentConfig, job: JobKey, sweep: SweepManifest | None,
             "dataset": suite_dataset(cfg.suite.path, cfg.suite.name, suite_version, cfg.paths.root),
             "traces": traces_wanted(cfg), "optimize": cfg.metrics.optimize,
             "priced_as": sorted({cfg.model.main_id, cfg.model.scorer_id, cfg.model.judge_id}),
-            "simulated": cfg.model.backend == "simulated"}
+            "simulated": cfg.model.backend == "simulated", "gate": cfg.analysis.gate}
 
 
 def write_job_file(out_dir: Path, payload: dict[str, Any]) -> None:
@@ -237,7 +238,7 @@ def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict
     if payload.get("description"):
         tags["mlflow.note.content"] = payload["description"] + "\n\n" + outcome_line(
             metrics, payload)
-    store.log(run_id, metrics=metrics, tags=tags)
+    store.log(run_id, metrics=shown_metrics(metrics, payload.get("gate")), tags=tags)
     if log_case_table and (out_dir / RESULT_FILE).is_file():
         for name, table in case_tables(out_dir):
             store.log_table(run_id, table, name)
@@ -254,6 +255,23 @@ def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict
         from silas_exp.tracking.traces import log_traces
 
         log_traces(store, run_id, out_dir / CALL_LOG, probes if probes.is_file() else None)
+
+
+GATED_SECTION = "gated/"  # MLflow's charts: a key's part before "/" is a section, shown first
+
+
+def shown_metrics(metrics: dict[str, float], gate: list[str] | None = None) -> dict[str, float]:
+    """A job's metrics as its run shows them: the gated ones first (the run page
+    lists metrics in the order they were logged), the others by key; each at four
+    significant digits, whole units from 1,000 (the exact values are the run's
+    ``result.json`` and ``results.jsonl``, and the job folder's). The gated ones
+    again as ``gated/<key>``: the run's charts open on that section, before
+    "Model metrics". ``gate``: ``analysis.gate``, else every suite kind's
+    default (a job logs only its own kind's metrics)."""
+    gated = [k for k in dict.fromkeys(run_key(m) for m in gate_of("mixed", gate)) if k in metrics]
+    ordered = gated + sorted(k for k in metrics if k not in gated)
+    shown = {k: rounded(float(metrics[k])) for k in ordered}
+    return {**shown, **{f"{GATED_SECTION}{k}": shown[k] for k in gated}}
 
 
 def outcome_line(metrics: dict[str, float], payload: dict[str, Any]) -> str:

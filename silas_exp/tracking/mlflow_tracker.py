@@ -173,7 +173,7 @@ class MlflowTracker:
         if manifest.background:
             return None
         run = find_finished_job(self.store, manifest, config_hash, repeat, suite_version)
-        return None if run is None else FinishedJob(run.info.run_id, dict(run.data.metrics))
+        return None if run is None else FinishedJob(run.info.run_id)
 
     def restore_job(self, done: FinishedJob, out_dir: Path) -> None:
         """The logged record of a job an interrupted invocation finished, into

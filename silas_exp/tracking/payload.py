@@ -31,7 +31,8 @@ EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # UI op
 LOCAL_UI = ("127.0.0.1", 5000)  # where the printed ``mlflow ui`` command serves a local store
 RUNS_VIEW = "?workflowType=machine_learning"  # MLflow 3.17's UI opens GenAI pages without it
 BASELINE_NAME_MARK = " · baseline"  # the current baseline's run name ends so in the runs table
-NOTE_END = "<!-- silas_exp -->"  # ends the part of an experiment's description silas_exp writes
+NOTE_END = "<!-- silas_exp -->"  # ended silas_exp's part of an experiment's description, once
+OWN_LINES = ("Baseline of suite ", "No baseline of suite ", "No baseline promoted yet")
 
 
 def ui_base(tracking_uri: str) -> str:
@@ -86,11 +87,13 @@ def _last_changes(tags: Mapping[str, str]) -> dict[str, dict[str, Any]]:
 
 def experiment_note(experiment_id: str, tags: Mapping[str, str], previous: str = "",
                     names: Mapping[str, str] | None = None) -> str:
-    """The experiment's description (``mlflow.note.content``; the experiments
-    list shows its first line as plain text): each suite's current baseline
-    (``names``: run id -> run name) or, after a demotion, who demoted it, when
-    and why, then a link to the runs view. Text a user
-    wrote after silas_exp's part is kept."""
+    """The experiment's description (``mlflow.note.content``): one line per suite,
+    its current baseline (``names``: run id -> run name) or, after a demotion, who
+    demoted it, when and why; the first line ends with a link to the runs view.
+    Plain words first, links last: the experiments lists show the description
+    unrendered and cut after a few words; the experiment's header renders it,
+    collapsed to its first line. silas_exp's part is its first paragraph; the
+    paragraphs a user wrote after it (in ``previous``) are kept."""
     names = names or {}
     pointers = baseline_pointers(tags)
     lines = [f"Baseline of suite {suite}: {names.get(run_id, 'run')} (run {run_id[:8]}, "
@@ -102,12 +105,21 @@ def experiment_note(experiment_id: str, tags: Mapping[str, str], previous: str =
               for suite, last in _last_changes(tags).items()
               if suite not in pointers and last.get("action") == "demote" and last.get("run_id")]
     lines = lines or ["No baseline promoted yet (silas-exp baseline promote RUN)."]
-    lines.append(f"[Open the runs view]({ui_path(experiment_id)}): the plain experiment page "
-                 "opens MLflow's GenAI view.")
-    own = "  \n".join(lines) + f"\n{NOTE_END}"
+    lines[0] += f" [Runs view]({ui_path(experiment_id)})"
+    user = _user_text(previous)
+    return "  \n".join(lines) + (f"\n\n{user}" if user else "")
+
+
+def _user_text(previous: str) -> str:
+    """What a user wrote below silas_exp's part of a description: after its first
+    paragraph when each line of that opens as silas_exp's lines do, after
+    ``NOTE_END`` in an older description, else all of it."""
     _, marker, user = previous.partition(NOTE_END)
-    user = user if marker else previous
-    return own + (f"\n\n{user.strip()}" if user.strip() else "")
+    if marker:
+        return user.strip()
+    first, _, rest = previous.partition("\n\n")
+    own = first and all(line.startswith(OWN_LINES) for line in first.splitlines())
+    return (rest if own else previous).strip()
 
 
 def with_first_line(note: str, line: str, prefix: str) -> str:

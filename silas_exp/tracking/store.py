@@ -32,6 +32,7 @@ from silas_exp.tracking import permissions  # noqa: E402
 from silas_exp.tracking.payload import (  # noqa: E402
     BASELINE_NAME_MARK,
     EXPERIMENT_KIND,
+    NOTE_END,
     baseline_pointers,
     experiment_note,
     with_first_line,
@@ -173,7 +174,7 @@ class MlflowStore:
             missing = {k: v for k, v in EXPERIMENT_KIND.items() if k not in exp.tags}
             for key, value in missing.items():
                 self.set_experiment_tag(exp.experiment_id, key, value)
-            if NOTE not in exp.tags:
+            if NOTE_END in exp.tags.get(NOTE, NOTE_END):  # none yet, or in an older form
                 self.refresh_experiment_note(exp.experiment_id)
             return exp.experiment_id
         location = None

@@ -1,6 +1,6 @@
 """A job folder's results as columns for MLflow tables: the per-case table
-(from its record and results file) and the probe table (``probes.json``).
-No MLflow import here."""
+(from its record and results file, its floats as reports show them) and the
+probe table (``probes.json``). No MLflow import here."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from silas_exp.metrics.numbers import rounded
 from silas_exp.records import read_job_result
 from silas_exp.schema.benchmark import BenchmarkResult
 
@@ -27,12 +28,17 @@ def case_table(results: Iterable[BenchmarkResult], keys: list[str] | None = None
         "status": [r.status for r in results],
         "latency_ms": [round(r.latency_ms, 2) for r in results],
         "token_cost": [r.token_cost for r in results],
-        "llm_judge_score": [r.llm_judge_score for r in results],
+        "llm_judge_score": [_shown(r.llm_judge_score) for r in results],
         "error": [r.error or "" for r in results],
     }
     for key in keys:
-        table[key] = [r.metrics.get(key) for r in results]
+        table[key] = [_shown(r.metrics.get(key)) for r in results]
     return table
+
+
+def _shown(value: Any) -> Any:
+    """A float as the table shows it (``rounded``); the exact value is in ``results.jsonl``."""
+    return rounded(value) if isinstance(value, float) else value
 
 
 def case_tables(out_dir: Path, rows: int = CASE_TABLE_ROWS) -> Iterator[tuple[str, dict[str, list[Any]]]]:

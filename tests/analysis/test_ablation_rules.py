@@ -152,10 +152,11 @@ def test_parent_summary_and_html_carry_the_verdicts(tmp_path):
     worse = [q - 0.1 for q in BASE]
     res = ablation(_sweep({"scorer=heuristic": BASE, "scorer=worse": worse}))
     summary = parent_summary(res)
-    assert summary.tags["silas.verdict.worse"] == "do_not_ship"  # as in margins.worse.<metric>
+    assert summary.tags["silas.verdict.worse"] == "do_not_ship"  # as in margins vs …/worse.<metric>
     # −0.1 against a margin of 0.02: five margins worse (charts label two decimals)
-    assert summary.metrics["margins.worse.context.retrieval_relevance"] == pytest.approx(-5, abs=0.5)
-    assert summary.metrics["margins.worse.context.tokens_per_served_need"] < -1  # more tokens: worse
+    margins = "margins vs heuristic/worse"
+    assert summary.metrics[f"{margins}.context.retrieval_relevance"] == pytest.approx(-5, abs=0.5)
+    assert summary.metrics[f"{margins}.context.tokens_per_served_need"] < -1  # more tokens: worse
     [table] = summary.tables.values()
     [row] = [i for i, (v, m) in enumerate(zip(table["variant"], table["metric"], strict=True))
              if v == "scorer=worse" and m == "context.retrieval_relevance"]

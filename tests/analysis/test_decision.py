@@ -71,8 +71,9 @@ def test_a_wide_sweep_keeps_few_parent_metrics_gated_first():
                                              for i in range(12)}}
     summary = parent_summary(ablation(_sweep(variants)))
     assert len(summary.metrics) + 2 <= PARENT_METRICS  # + sweep.jobs, sweep.failed_jobs
-    assert {k.split(".")[0] for k in summary.metrics} == {"verdict", "margins"}
-    assert list(summary.metrics)[0].startswith("margins.v0.")  # the run page keeps logged order
+    assert {k.split("/")[0].split(".")[0] for k in summary.metrics} == {"verdict",
+                                                                       "margins vs heuristic"}
+    assert list(summary.metrics)[0].startswith("margins vs heuristic/v0.")  # logged order
     [table] = summary.tables.values()
     assert len(set(table["variant"])) == 12  # every comparison is in the table
 
@@ -97,6 +98,22 @@ def test_a_lower_is_better_metric_that_rises_worsened():
     better = regress([base], [run], subject="base", baseline_name="run", baseline_run_id="r",
                      settings=gate)
     assert better.outcome is not Outcome.DO_NOT_SHIP  # fewer tokens is better, never a regression
+
+
+def test_margins_of_studies_against_other_controls_never_share_a_chart():
+    """MLflow's chart view puts the part of a key before "/" into a section of its own:
+    each study's margins go to the section of its control, which the section names."""
+    worse = [q - 0.01 for q in BASE]
+    keys = {}
+    for control in ("scorer=heuristic", "scorer=weights"):
+        res = ablation(_sweep({control: BASE, "scorer=online": worse}),
+                       settings=AnalysisSettings(control=control))
+        keys[control] = {k for k in parent_summary(res).metrics if not k.startswith("verdict.")}
+    assert keys["scorer=heuristic"] and keys["scorer=weights"]
+    assert not keys["scorer=heuristic"] & keys["scorer=weights"]
+    assert {k.partition("/")[0] for k in keys["scorer=heuristic"]} == {"margins vs heuristic"}
+    assert {k.partition("/")[0] for k in keys["scorer=weights"]} == {"margins vs weights"}
+    assert "margins vs weights/online.ir.ndcg_at_10" in keys["scorer=weights"]
 
 
 def test_cases_needed_read_against_the_pool():

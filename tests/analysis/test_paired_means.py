@@ -87,3 +87,17 @@ def test_the_pareto_plot_places_variants_by_their_paired_difference(tmp_path, mo
     [(x, y)] = drawn
     assert y == pytest.approx(c.delta)  # the difference on shared cases, not a mean over others
     assert x == pytest.approx(res.table("context.tokens_per_served_need")[0].delta)
+
+
+def test_the_data_table_names_its_spread_over_repeats_which_one_repeat_has_not():
+    """With one repeat per case (the default) there is no spread over repeats: the
+    field says what it is beside the ``repeats`` column; with more repeats it has one."""
+    control, variant = [0.6, 0.7, 0.8] * 8, [0.62, 0.71, 0.83] * 8
+    for repeats in (1, 3):
+        jobs = [_job(v, r, q) for v, q in (("scorer=heuristic", control), ("scorer=online", variant))
+                for r in range(repeats)]
+        table = data_table(ablation(SweepData("s", "", jobs)))
+        assert "sd" not in table and "control_sd" not in table
+        assert set(table["repeats"]) == {repeats}
+        spread = table["sd_over_repeats"] + table["control_sd_over_repeats"]
+        assert all(v is None for v in spread) if repeats == 1 else all(v is not None for v in spread)

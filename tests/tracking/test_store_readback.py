@@ -201,11 +201,47 @@ def test_parent_run_tells_the_result(swept):
     assert tags["silas.control"] == "scorer=heuristic"
     note = tags["mlflow.note.content"]
     assert "| scorer=weights |" in note and "Verdict rule (non-inferiority)" in note
-    assert "margins.weights.context.retrieval_relevance" in metrics
+    assert "margins vs heuristic/weights.context.retrieval_relevance" in metrics
     assert params["swept.scorer"] == "heuristic,weights" and params["fixed.suite"] == "smoke"
     assert "scorer=heuristic,weights" in parent.info.run_name
     names = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"ablation.html", "ablation.md", "ablation_table.json"} <= names
+
+
+REPLAY_GATED = {"context.retrieval_relevance", "context.tokens_per_served_need", "ir.ndcg_at_10",
+                "summary.pass_rate", "summary.error_rate"}  # README: what a replay suite gates
+
+
+def _as_read(x: float) -> float:
+    """Four significant digits, whole units from 1,000: what the reports print."""
+    return float(round(x)) if abs(x) >= 1000 else float(f"{x:.4g}")
+
+
+def test_a_job_run_shows_its_gated_metrics_first_and_rounded_and_keeps_exact_values(swept):
+    tmp, client, _, runs = swept
+    folders = {json.loads((f / "job.json").read_text())["run_name"]: f
+               for f in (tmp / "multirun").glob("[0-9]*")}
+    changed = 0
+    for c in _children(runs):
+        exact = json.loads((folders[c.info.run_name] / "result.json").read_text())["metrics"]
+        metrics = c.data.metrics  # in the order the run page lists them: the order logged
+        keys = list(metrics)
+        assert set(keys[:len(REPLAY_GATED)]) == REPLAY_GATED, keys[:8]
+        assert keys[len(REPLAY_GATED):len(exact)] == sorted(set(exact) - REPLAY_GATED)
+        assert {k for k in keys if "/" in k} == {f"gated/{k}" for k in REPLAY_GATED}
+        for key in REPLAY_GATED:  # a section of their own: the run's charts open on it
+            assert metrics[f"gated/{key}"] == metrics[key]
+        for key, value in exact.items():
+            assert metrics[key] == _as_read(value), (key, value, metrics[key])
+            changed += metrics[key] != value
+        logged = Path(client.download_artifacts(c.info.run_id, "result.json", str(tmp / "dl" / c.info.run_id)))
+        assert json.loads(logged.read_text())["metrics"] == exact  # the exact values, in MLflow too
+        table = json.loads(Path(client.download_artifacts(
+            c.info.run_id, "cases.json", str(tmp / "dl" / c.info.run_id))).read_text())
+        column = table["columns"].index("context.retrieval_relevance")
+        cells = [row[column] for row in table["data"]]
+        assert cells and all(v == _as_read(v) for v in cells)
+    assert changed > 0  # the exact values had more digits than a reader needs
 
 
 def test_compare_stores_finds_the_same_sweep_and_a_changed_metric(swept):

@@ -13,6 +13,7 @@ import pytest
 
 from silas_exp.cli.main import main
 from silas_exp.records import SweepManifest, write_manifest
+from silas_exp.tracking.ui_app import defaults_script
 
 from .conftest import CLEAN_ENV
 
@@ -72,6 +73,9 @@ def test_ui_serves_the_store_and_finds_the_parent_in_it(tmp_path):
         assert lines[1].rstrip().endswith(f"/#/experiments/{exp}/runs/{parent}{VIEW}"), lines
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
             assert r.status == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as r:
+            page = r.read()  # silas_exp's MLflow app: the UI opens on Model training
+        assert defaults_script() in page and b"static-files/static/js/main." in page
     finally:
         proc.terminate()  # stops the UI it started, as Ctrl-C would
         proc.wait(timeout=60)

@@ -72,7 +72,8 @@ def test_parent_keeps_few_metrics_and_one_statistics_table(readme):
     metrics = parent.data.metrics
     assert 0 < len(metrics) <= 30
     assert not any(k.startswith("variant.") for k in metrics)
-    assert {"margins.online.summary.pass", "margins.weights.ir.ndcg_at_10"} <= set(metrics)
+    assert {"margins vs heuristic/online.summary.pass",
+            "margins vs heuristic/weights.ir.ndcg_at_10"} <= set(metrics)
     path = client.download_artifacts(parent.info.run_id, "ablation_table.json", str(tmp / "dl"))
     table = json.loads(Path(path).read_text())
     assert {"variant", "metric", "delta", "ci_low", "ci_high", "margin"} <= set(table["columns"])
@@ -132,7 +133,7 @@ def test_baseline_and_regress_show_on_the_runs(readme):
 
 
 def test_links_follow_the_tracking_server_and_the_note_keeps_user_text():
-    from silas_exp.tracking.payload import NOTE_END, experiment_note, ui_command, ui_link
+    from silas_exp.tracking.payload import experiment_note, ui_command, ui_link
 
     assert ui_link("http://mlflow.team:8080/", "3", "abc") == \
         f"http://mlflow.team:8080/#/experiments/3/runs/abc{RUNS_VIEW}"
@@ -140,7 +141,16 @@ def test_links_follow_the_tracking_server_and_the_note_keeps_user_text():
     note = experiment_note("3", {"silas.baseline.smoke": "abcdef123456"}, "my own notes",
                            {"abcdef123456": "weights r1"})
     assert note.startswith("Baseline of suite smoke: weights r1 (run abcdef12, ")
-    assert note.endswith(f"{NOTE_END}\n\nmy own notes")
+    assert note.endswith(")\n\nmy own notes")
+    # the lists show it unrendered, cut after a few words: plain words before any link and no
+    # HTML; the header shows its first line: one line for one suite, the runs view at its end
+    own = note.partition("\n\n")[0]
+    assert "\n" not in own and "<" not in own and own.index("](") > 45
+    assert own.endswith(f"[Runs view](#/experiments/3/runs{RUNS_VIEW})")
+    older = ("No baseline promoted yet (silas-exp baseline promote RUN).  \n[Open the runs view]"
+             "(#/experiments/3/runs): the plain experiment page opens MLflow's GenAI view.\n"
+             "<!-- silas_exp -->\n\nmy own notes")  # as descriptions were once written
+    assert experiment_note("3", {}, older) == experiment_note("3", {}, "my own notes")
     again = experiment_note("3", {}, note)
     assert again.startswith("No baseline promoted yet") and again.endswith("\n\nmy own notes")
     history = [{"action": "promote", "run_id": "abcdef123456"},
@@ -150,3 +160,17 @@ def test_links_follow_the_tracking_server_and_the_note_keeps_user_text():
     assert demoted.startswith("No baseline of suite smoke: run abcdef12 was demoted 2026-11-27 by "
                               "ada (the judge changed)")
     assert demoted.endswith("\n\nmy own notes")
+
+
+def test_an_older_description_is_rewritten_at_the_next_sweep(tmp_path):
+    from silas_exp.tracking.store import NOTE, MlflowStore
+
+    store = MlflowStore(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = store.ensure_experiment("silas-smoke")
+    store.set_experiment_tag(exp, NOTE, "No baseline promoted yet (silas-exp baseline promote "
+                             "RUN).  \n[Open the runs view](#/x): the plain experiment page opens "
+                             "MLflow's GenAI view.\n<!-- silas_exp -->\n\nmy own notes")
+    assert store.ensure_experiment("silas-smoke") == exp  # what a sweep does first
+    note = store.experiment_tags(exp)[NOTE]
+    assert "<!--" not in note and note.endswith("\n\nmy own notes")
+    assert note.startswith("No baseline promoted yet (silas-exp baseline promote RUN). [Runs view](")
