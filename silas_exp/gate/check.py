@@ -339,6 +339,11 @@ def _outcome(req: CheckRequest, log: GateLog, record: BaselineRecord, run: GateR
     if control.site is None and control.why_not:
         report.notes.append(f"the baseline's revision cannot be run here ({control.why_not}): the "
                             "check stays on the cases it has")
+    pool = order.cases_in(order.blocks)
+    if req.max_cases is not None and req.max_cases > pool:
+        notes.append(f"--max-cases {req.max_cases} is more than the pool's {pool} cases, so the "
+                     "check stops at the pool's end (a larger pool needs a baseline promoted "
+                     "from a study with a larger suite.max_cases)")
     report.notes += notes
     accepted = accepted_text(req.accept, log.user()) if req.accept and report.regressed else None
     md = report.markdown(accepted)

@@ -55,10 +55,15 @@ def carry_plan(cfg: Any, overrides: Sequence[str], sweep_dir: Path,
     if not carries(cfg):
         return None
     from silas_exp.plan.build import build_plan
+    from silas_exp.plan.design import NotAStudy
 
     plan = Plan.read(sweep_dir)
     if plan is None:
-        plan = build_plan(list(overrides), say=say)
+        try:
+            plan = build_plan(list(overrides), say=say)
+        except NotAStudy:
+            say("Plan: none, the sweep runs one configuration (no control, nothing to decide)")
+            return None
         plan.written_at = time.time()  # the study's minutes count from here, not the plan's
         plan.write(sweep_dir)
     say(header(plan))

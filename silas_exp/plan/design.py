@@ -23,6 +23,10 @@ PER_JOB = ("repeat", "block")
 FLAGS = ("-m", "--multirun")
 
 
+class NotAStudy(ConfigError):
+    """The command runs one configuration: there is no decision to plan."""
+
+
 @dataclass
 class StudyDesign:
     command: list[str]  # the overrides as given (the sweep flag left out)
@@ -120,7 +124,7 @@ def study_design(args: Sequence[str]) -> StudyDesign:
     for job in jobs:
         arms.setdefault(variant_name(job, swept, cfg0.scorer.name), list(job))
     if len(arms) < 2:
-        raise ConfigError(f"{' '.join(command) or '(no overrides)'}: a study compares variants "
+        raise NotAStudy(f"{' '.join(command) or '(no overrides)'}: a study compares variants "
                           f"with a control, and this command runs one configuration "
                           f"({next(iter(arms))}); plan a sweep of two or more options, e.g. "
                           "-m scorer=weights,prompt (the sweep adds the control)")

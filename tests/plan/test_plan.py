@@ -172,3 +172,19 @@ def test_a_plan_far_from_its_real_models_history_widens_its_range(tmp_path):
 
     assert width(far) > 2 * width(near), (width(near), width(far))
     assert far.case_runs.high - far.case_runs.low >= near.case_runs.high - near.case_runs.low
+
+
+def test_a_sweep_of_one_configuration_carries_no_plan_and_is_not_refused(tmp_path):
+    """A real-model multirun of one configuration has no control and nothing to
+    decide: it runs without a plan (even under llm.max_usd) instead of failing."""
+    from types import SimpleNamespace
+
+    from silas_exp.plan.carry import carry_plan
+
+    cfg = SimpleNamespace(plan=SimpleNamespace(carry=True),
+                          llm=SimpleNamespace(backend="anthropic", max_usd=0.01))
+    said: list[str] = []
+    plan = carry_plan(cfg, ["scorer=prompt", "model=claude-haiku-4-5", "suite=smoke"], tmp_path,
+                      say=said.append)
+    assert plan is None and Plan.read(tmp_path) is None
+    assert said == ["Plan: none, the sweep runs one configuration (no control, nothing to decide)"]
