@@ -34,7 +34,7 @@ def register(sub) -> None:
         description="The plan of `python -m silas_exp -m <overrides>`: for each variant the "
                     "chance of each verdict and the cases to it, and for the study its calls, "
                     "dollars (with prompt caching) and wall minutes, each as a median and an "
-                    "80%% range, with what would decide a variant the pool is unlikely to. "
+                    "80 % range, with what would decide a variant the pool is unlikely to. "
                     "From what is free: the simulated replay of the same cases and seeds, the "
                     "promoted baseline's per-case history, the pace of the API. No paid call. "
                     "Settings: plan.* (conf/plan/default.yaml), e.g. plan.answer_s=0.9 "
