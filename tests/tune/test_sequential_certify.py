@@ -37,15 +37,18 @@ def rows(job: list[str], ids: list[str]) -> list[BenchmarkResult]:
 
 @pytest.fixture()
 def certified(tmp_path, compose):
-    """A study on 24 pool cases (12 held out, blocks of 3: looks after blocks
-    1, 2, 4), whose two certified candidates are a clearly better and a
+    """A study on 40 pool cases (20 held out, blocks of 5: looks after blocks
+    1, 2, 4; the first look's 5 cases are too few for a verdict, and a bounded
+    metric's interval needs 10 disagreeing cases to narrow; every case passes on both
+    sides, and the pass rate, always gated, gets a margin that 10 agreeing cases
+    can clear), whose two certified candidates are a clearly better and a
     clearly worse configuration."""
     from silas_exp.config import validate
     from silas_exp.tune.driver import TuneLoop, settings_of
     from silas_exp.tune.study import open_study
 
-    dcfg = compose("experiment=tune", "suite.max_cases=24", "cases_per_block=3", "repeats=2",
-                   f"analysis.gate=[{METRIC}]")
+    dcfg = compose("experiment=tune", "suite.max_cases=40", "cases_per_block=5", "repeats=2",
+                   f"analysis.gate=[{METRIC}]", "++analysis.margins={summary.pass:0.5}")
     cfg = validate(OmegaConf.to_container(dcfg, resolve=True))
     raw = {**cfg.tune, "space": {"weights": {CHRONICLE: "interval(0.0,1.0)"}}, "n_trials": 3,
            "top_k": 2, "prune": False}
@@ -66,22 +69,22 @@ def test_certification_runs_in_blocks_and_stops_at_an_early_look(certified):
     record, launch, folder = certified
     assert [b.params[CHRONICLE] for b in record.best] == [0.9, 0.1]
     c = record.certification
-    assert c.holdout_cases == 12 and c.cases_per_block == 3 and c.looks == [1, 2, 4]
-    # Bonferroni over the k = 2 candidates, spent over the looks at 3, 6 and 12 of 12 cases
+    assert c.holdout_cases == 20 and c.cases_per_block == 5 and c.looks == [1, 2, 4]
+    # Bonferroni over the k = 2 candidates, spent over the looks at 5, 10 and 20 of 20 cases
     assert c.confidence == pytest.approx(spending_confidences(1 - 0.05 / 2, (0.25, 0.5, 1.0))[-1])
     for cand in c.candidates:
-        assert cand.stopped_at == 2 and cand.cases == 6  # decided at the 2nd look, half the holdout
+        assert cand.stopped_at == 2 and cand.cases == 10  # decided at the 2nd look, half the holdout
     holdout = [j for j in launch.launched if option(j, "suite.split") == "holdout"]
     assert {option(j, "block") for j in holdout} == {"0", "1"}  # blocks 2 and 3 never ran
     blocks = {b: {c for j in holdout if option(j, "block") == b for c in launch.cases(j)}
               for b in ("0", "1")}
-    assert len(blocks["0"]) == len(blocks["1"]) == 3 and not blocks["0"] & blocks["1"]
+    assert len(blocks["0"]) == len(blocks["1"]) == 5 and not blocks["0"] & blocks["1"]
     # the control and the untuned reference ran every block a candidate ran, every repeat
     for scorer in ("scorer=heuristic", "scorer=weights"):
         assert len([j for j in holdout if j[0] == scorer and option(j, CHRONICLE) is None]) == 2 * 2
     # a training job always runs the whole training split, never a block of it
     train = [j for j in launch.launched if option(j, "suite.split") == "train"]
-    assert train and all(len(launch.cases(j)) == 12 for j in train)
+    assert train and all(len(launch.cases(j)) == 20 for j in train)
     state = json.loads((folder / "adaptive.json").read_text())
     assert state["unit"] == "block" and set(state["closed"]) == {b.variant for b in record.best}
 
