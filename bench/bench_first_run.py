@@ -2,6 +2,7 @@
 
     python bench/bench_first_run.py [--against REV] [--pairs 1] [--args "-m scorer=weights,prompt,online"]
     python bench/bench_first_run.py --quick     # a 2-job sweep on the smoke suite: Python replay, no tracking
+    python bench/bench_first_run.py --another-clone   # also: a new clone of the same commit, same HOME
 
 Each tree (this repository's HEAD commit, and with ``--against REV`` that
 commit too) is cloned afresh with ``git clone``: no numba cache beside the
@@ -14,7 +15,12 @@ first ÷ second. With ``--against``, each pair runs both trees, alternating
 which goes first, so the machine's drift falls on both alike. The interpreter
 is this one (its environment's packages); the code is the clone's (checked
 before the runs). Target: first ÷ second <= 1.2 (wall). Both runs of a tree
-must print the same verdicts. Writes bench/results/first_run.json.
+must print the same verdicts. ``--another-clone``: after the two runs, a
+second fresh clone of the same commit runs the command once with the same
+``HOME`` (what survives a new clone: numba's cache of the compiled loop, kept
+per version of the code in ``~/.cache/silas_exp/numba``, and matplotlib's
+font list), reported as another clone ÷ second. Writes
+bench/results/first_run.json.
 """
 
 from __future__ import annotations
@@ -71,8 +77,10 @@ def check_code(clone: Path, env: dict[str, str]) -> None:
         sys.exit(f"a run from {clone} would import code from elsewhere: {out}")
 
 
-def first_and_second(commit: str, args: list[str], extra_env: dict[str, str]) -> dict:
-    """The command twice on a fresh clone of ``commit``, with an empty HOME."""
+def first_and_second(commit: str, args: list[str], extra_env: dict[str, str],
+                     another_clone: bool = False) -> dict:
+    """The command twice on a fresh clone of ``commit``, with an empty HOME (and
+    once on another fresh clone with that HOME)."""
     with tempfile.TemporaryDirectory() as tmp:
         clone = fresh_clone(commit, Path(tmp) / "clone")
         home = Path(tmp) / "home"
@@ -83,11 +91,20 @@ def first_and_second(commit: str, args: list[str], extra_env: dict[str, str]) ->
         for which in ("first", "second"):
             runs[which] = run_command([sys.executable, "-m", "silas_exp", *args], clone, env,
                                       Path(tmp) / f"{which}.stderr")
+        if another_clone:
+            other = fresh_clone(commit, Path(tmp) / "another")
+            check_code(other, env)
+            runs["another"] = run_command([sys.executable, "-m", "silas_exp", *args], other, env,
+                                          Path(tmp) / "another.stderr")
     first, second = runs["first"], runs["second"]
-    if first.verdicts != second.verdicts:
-        sys.exit(f"{commit[:12]}: the first and second run printed different verdicts: "
-                 f"{first.verdicts} against {second.verdicts}")
-    return {"first": first.figures(), "second": second.figures(), "verdicts": first.verdicts,
+    if any(run.verdicts != first.verdicts for run in runs.values()):
+        sys.exit(f"{commit[:12]}: the runs printed different verdicts: "
+                 f"{ {name: run.verdicts for name, run in runs.items()} }")
+    extra = {}
+    if another_clone:
+        extra = {"another": runs["another"].figures(),
+                 "another_wall_ratio": runs["another"].wall_s / second.wall_s}
+    return {**extra, "first": first.figures(), "second": second.figures(), "verdicts": first.verdicts,
             "wall_ratio": first.wall_s / second.wall_s, "cpu_ratio": first.cpu_s / second.cpu_s,
             "first_startup_s": first.startup_s, "second_startup_s": second.startup_s,
             "load_average": os.getloadavg()}
@@ -99,6 +116,8 @@ def main() -> None:
     parser.add_argument("--against", metavar="REV", default=None,
                         help="also measure commit REV of this repository, paired in the same run")
     parser.add_argument("--pairs", type=int, default=1, help="rounds of one first and second run per tree")
+    parser.add_argument("--another-clone", action="store_true",
+                        help="after the two runs, once more on a new clone of the same commit, same HOME")
     parser.add_argument("--quick", action="store_true",
                         help=f"one round of {QUICK!r} with SILAS_EXP_REPLAY=python (CI smoke)")
     ns = parser.parse_args()
@@ -117,11 +136,15 @@ def main() -> None:
         names = list(trees) if i % 2 else list(trees)[::-1]
         pair = {}
         for name in names:
-            pair[name] = figures = first_and_second(trees[name], args, extra)
+            pair[name] = figures = first_and_second(trees[name], args, extra, ns.another_clone)
             print(f"pair {i + 1} {name:9s} ({trees[name][:12]}): first {figures['first']['wall_s']:6.1f} s "
                   f"wall, {figures['first']['cpu_s']:6.1f} s CPU; second {figures['second']['wall_s']:6.1f} s "
                   f"wall, {figures['second']['cpu_s']:6.1f} s CPU; first/second {figures['wall_ratio']:.2f}x "
                   f"wall, {figures['cpu_ratio']:.2f}x CPU (load {figures['load_average'][0]:.1f})", flush=True)
+            if "another" in figures:
+                print(f"pair {i + 1} {name:9s} another clone, same HOME: {figures['another']['wall_s']:6.1f} s "
+                      f"wall, {figures['another']['cpu_s']:6.1f} s CPU; ÷ second "
+                      f"{figures['another_wall_ratio']:.2f}x wall", flush=True)
         result["pairs"].append(pair)
     for name in trees:
         walls = [p[name]["wall_ratio"] for p in result["pairs"]]

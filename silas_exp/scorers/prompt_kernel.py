@@ -25,6 +25,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from silas_exp import jit
+
+jit.install()  # numba's cache of these functions: one folder per version of the code (silas_exp/jit.py)
+
 BACKSLASH_N = np.frombuffer(b"\\n", np.uint8)  # "\n" between two lines, as the request's JSON writes it
 TOKENS = np.frombuffer(b" | tokens=", np.uint8)
 FLAG_WORDS = (np.frombuffer(b"masked", np.uint8), np.frombuffer(b"completed", np.uint8),

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2] / "silas_exp"
 # lowest first; a package may import packages of its own layer or below (a new
 # package: add it to the row it belongs to, and to docs/architecture.md)
 LAYERS = [
-    {"errors", "schema", "exits", "resolvers"},
+    {"errors", "schema", "exits", "resolvers", "jit"},
     {"llm", "stats", "plugins", "records", "baselines"},
     {"context", "facts"},
     {"feedback", "scorers", "metrics", "probes"},

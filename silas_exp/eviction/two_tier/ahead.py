@@ -1,7 +1,8 @@
 """The compiled replay's machine code, compiled ahead of the jobs that need it.
 
-numba keeps the compiled loop's machine code in a cache beside its module
-(``__pycache__/``), so a fresh clone compiles it on its first replay: ~40 s
+numba keeps the compiled loop's machine code in a cache per version of the
+code (``silas_exp/jit.py``), so the first clone of a version on a machine
+compiles it on its first replay: ~40 s
 of CPU on one core (numba compiles one function at a time), which a sweep's
 launching process used to spend before it forked its workers, the second
 core idle. ``start`` begins that compile in a process of its own as soon as a

@@ -32,6 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
+from silas_exp import jit
 from silas_exp.eviction.two_tier.records import (
     C_AUTO,
     C_CEILING,
@@ -64,6 +65,8 @@ from silas_exp.eviction.two_tier.records import (
     ReplayLog,
     WindowState,
 )
+
+jit.install()  # numba's cache of these functions: one folder per version of the code (silas_exp/jit.py)
 
 # -- primitives: the simulated model's keyed draws, the normal quantile, one sort --
 
