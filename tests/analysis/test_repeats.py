@@ -73,3 +73,22 @@ def test_judge_share_recovers_the_split():
     out = judge_share(grades)
     assert abs(out["judge"] - 0.16) < 0.02 and abs(out["agent"] - 0.36) < 0.06
     assert abs(out["share"] - 0.16 / 0.52) < 0.05
+
+
+def test_pass_fail_interval_is_about_the_case_means_with_unequal_repeats():
+    """Half the cases disagree often (+1 in 30 % of runs, -1 in 10 %: mean +0.2) and get
+    eight repeats; the other half never disagree and get two. The truth, the mean of the
+    case means, is 0.1; the runs' mean (b - c) / n would be 0.16. The score interval with
+    the Rao–Scott design effect covers the case means' truth at its level."""
+    from silas_exp.stats.intervals import paired_interval
+
+    rng = np.random.default_rng(5)
+    covered, sims = 0, 400
+    for _ in range(sims):
+        m = np.full((120, 8), np.nan)
+        m[:60] = rng.choice([1.0, -1.0, 0.0], size=(60, 8), p=[0.3, 0.1, 0.6])
+        m[60:, :2] = 0.0
+        ci = paired_interval(m, 0.95, "pass_fail")
+        assert abs(ci.estimate - np.mean(np.nanmean(m, axis=1))) < 1e-12
+        covered += ci.low <= 0.1 <= ci.high
+    assert covered / sims >= 0.95 - 2.6 * math.sqrt(0.95 * 0.05 / sims), covered / sims
