@@ -79,11 +79,13 @@ class SweepData:
     def paired(self, variant: str, control: str, metric: str
                ) -> tuple[list[str], np.ndarray, np.ndarray]:
         """The variant's and the control's values on the same (case, repeat)
-        pairs: shared cases × shared repeats, NaN in both where either is
-        missing (so their means differ exactly by the paired difference)."""
+        pairs: the cases both ran in some shared repeat × the shared repeats,
+        NaN in both where either is missing (so their means differ exactly by
+        the paired difference). A case may have fewer repeats than another
+        (``repeats=auto`` gives the noisy cases more): its row holds the
+        repeats it has."""
         pairs = self._pairs(variant, control)
-        cases = sorted(set.intersection(*[set(a.cases) & set(b.cases) for _, a, b in pairs])) \
-            if pairs else []
+        cases = sorted(set().union(*[set(a.cases) & set(b.cases) for _, a, b in pairs]))
         va, vb = np.full((len(cases), len(pairs)), np.nan), np.full((len(cases), len(pairs)), np.nan)
         outcome = metric in OUTCOME_METRICS
         for j, (_, a, b) in enumerate(pairs):

@@ -92,3 +92,21 @@ def test_pass_fail_interval_is_about_the_case_means_with_unequal_repeats():
         assert abs(ci.estimate - np.mean(np.nanmean(m, axis=1))) < 1e-12
         covered += ci.low <= 0.1 <= ci.high
     assert covered / sims >= 0.95 - 2.6 * math.sqrt(0.95 * 0.05 / sims), covered / sims
+
+
+def test_a_case_with_fewer_repeats_keeps_the_repeats_it_has():
+    """Repeat 2 ran only case "b" (the allocation gave it more): the paired matrix
+    still holds case "a" with its two repeats, NaN where it did not run."""
+    from silas_exp.analysis.data import JobData, SweepData
+
+    def job(variant, repeat, values):
+        return JobData(variant, repeat, {}, {c: {"m": v} for c, v in values.items()},
+                       status=dict.fromkeys(values, "pass"))
+
+    jobs = [job("v", 0, {"a": 1.0, "b": 2.0}), job("c", 0, {"a": 0.0, "b": 0.0}),
+            job("v", 1, {"a": 3.0, "b": 4.0}), job("c", 1, {"a": 0.0, "b": 0.0}),
+            job("v", 2, {"b": 6.0}), job("c", 2, {"b": 0.0})]
+    cases, m = SweepData("s", "", jobs).matrix("v", "c", "m")
+    assert cases == ["a", "b"]
+    np.testing.assert_array_equal(m, [[1.0, 3.0, np.nan], [2.0, 4.0, 6.0]])
+    assert np.nanmean(m, axis=1).tolist() == [2.0, 4.0]  # each case over the repeats it has
