@@ -90,6 +90,8 @@ class SweepData:
         outcome = metric in OUTCOME_METRICS
         for j, (_, a, b) in enumerate(pairs):
             for i, c in enumerate(cases):
+                if c not in a.cases or c not in b.cases:
+                    continue  # not run in this repeat: a missing pair, never a failure
                 if not outcome and not (a.completed(c) and b.completed(c)):
                     continue
                 va[i, j], vb[i, j] = a.cases[c].get(metric, math.nan), b.cases[c].get(metric, math.nan)

@@ -100,7 +100,7 @@ def test_a_case_with_fewer_repeats_keeps_the_repeats_it_has():
     from silas_exp.analysis.data import JobData, SweepData
 
     def job(variant, repeat, values):
-        return JobData(variant, repeat, {}, {c: {"m": v} for c, v in values.items()},
+        return JobData(variant, repeat, {}, {c: {"m": v, "summary.pass": 1.0} for c, v in values.items()},
                        status=dict.fromkeys(values, "pass"))
 
     jobs = [job("v", 0, {"a": 1.0, "b": 2.0}), job("c", 0, {"a": 0.0, "b": 0.0}),
@@ -110,3 +110,5 @@ def test_a_case_with_fewer_repeats_keeps_the_repeats_it_has():
     assert cases == ["a", "b"]
     np.testing.assert_array_equal(m, [[1.0, 3.0, np.nan], [2.0, 4.0, 6.0]])
     assert np.nanmean(m, axis=1).tolist() == [2.0, 4.0]  # each case over the repeats it has
+    _, passed = SweepData("s", "", jobs).matrix("v", "c", "summary.pass")  # counted over every case run
+    assert np.isnan(passed[0, 2]) and not np.isnan(passed[1, 2])
