@@ -39,6 +39,10 @@ from silas_exp.analysis.settings import AnalysisSettings
 from silas_exp.stats.repeats import allocate, cross_fitted_sd
 
 log = logging.getLogger(__name__)
+# a group's variance is shrunk toward every other case's, on the log scale, as if that
+# were worth this many degrees of freedom (cross_fitted_sd's prior_dof): simulated, it
+# keeps most of the gain where sds differ and loses least where they do not
+PRIOR_DOF = 4.0
 
 
 def neyman_counts(predicted_sd: dict[str, float], repeats_min: int, repeats_max: int
@@ -55,8 +59,8 @@ def neyman_counts(predicted_sd: dict[str, float], repeats_min: int, repeats_max:
     return allocate(predicted_sd, budget, repeats_min, repeats_max)
 
 
-def relative_sd(differences: dict[str, dict[str, list[float]]], groups: dict[str, str]
-                ) -> dict[str, float]:
+def relative_sd(differences: dict[str, dict[str, list[float]]], groups: dict[str, str],
+                prior_dof: float = PRIOR_DOF) -> dict[str, float]:
     """Each case's predicted within-case sd of its paired differences, cross-fitted
     within its group, on one scale: per source (a metric of a variant:
     ``differences[source][case]``) divided by its mean over the cases, then
@@ -65,7 +69,7 @@ def relative_sd(differences: dict[str, dict[str, list[float]]], groups: dict[str
     scaled = []
     for by_case in differences.values():
         values = {c: by_case.get(c, []) for c in cases}
-        sd = cross_fitted_sd(values, groups)
+        sd = cross_fitted_sd(values, groups, prior_dof)
         mean = float(np.mean(list(sd.values()))) if sd else 0.0
         if mean > 0:
             scaled.append([sd[c] / mean for c in cases])
