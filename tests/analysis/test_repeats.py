@@ -181,15 +181,15 @@ def test_pass_fail_verdicts_keep_their_level_under_the_allocation():
 
 @pytest.mark.parametrize(("sds", "n", "r_max", "least"), [((0.01, 0.05, 0.20), 60, 10, 1.5),
                                                            ((0.01, 0.05, 0.20), 30, 4, 1.3),
-                                                           ((0.01, 0.20), 6, 6, 1.1),
-                                                           ((0.1, 0.1, 0.1), 60, 10, 0.96),
-                                                           ((0.1, 0.1), 6, 6, 0.9)])
+                                                           ((0.1, 0.1, 0.1), 60, 10, 0.97),
+                                                           ((0.01, 0.20), 6, 6, 1.0)])
 def test_the_allocation_buys_precision_where_sds_differ_and_little_is_lost_where_not(
         sds, n, r_max, least):
     """At the same repeats in all, the variance of the estimate with equal counts over
     the allocation's (exact given the counts, averaged over simulated first rounds):
-    1.73 / 1.43 / 1.25 where the within-case sds differ, 0.99 / 0.95 where they are
-    equal and the predictor can only add noise to the counts."""
+    1.67 / 1.43 where the within-case sds differ, 0.997 where they are equal and the
+    predictor can only add noise to the counts. Six cases are too few to predict from
+    (fewer than ten other cases vary): every case gets every repeat, as without it."""
     rng = np.random.default_rng(13)
     alloc, equal = [], []
     for _ in range(150 if n > 6 else 600):
@@ -197,4 +197,4 @@ def test_the_allocation_buys_precision_where_sds_differ_and_little_is_lost_where
         alloc.append(_swept(rng, sds, n, 2, r_max, True)[1])
         rng.bit_generator.state = state  # the same first rounds, the same total, spread evenly
         equal.append(_swept(rng, sds, n, 2, r_max, False)[1])
-    assert np.mean(equal) / np.mean(alloc) >= least
+    assert np.mean(equal) / np.mean(alloc) >= least - 1e-9
