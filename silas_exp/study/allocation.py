@@ -90,8 +90,8 @@ def relative_sd(differences: dict[str, dict[str, list[float]]], groups: dict[str
 
 def case_groups(suite_path: Path, case_ids: list[str]) -> dict[str, str]:
     """Each case's group: its stratum in the suite (``flavour/difficulty``)."""
+    from silas_exp.data.suites.blocks import stratum
     from silas_exp.data.suites.memo import load_suite_cached
-    from silas_exp.tune.split import stratum
 
     loaded = load_suite_cached(str(suite_path))
     return {c: stratum(case.tags, case.difficulty)
