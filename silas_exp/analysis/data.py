@@ -79,15 +79,19 @@ class SweepData:
     def paired(self, variant: str, control: str, metric: str
                ) -> tuple[list[str], np.ndarray, np.ndarray]:
         """The variant's and the control's values on the same (case, repeat)
-        pairs: shared cases × shared repeats, NaN in both where either is
-        missing (so their means differ exactly by the paired difference)."""
+        pairs: the cases both ran in some shared repeat × the shared repeats,
+        NaN in both where either is missing (so their means differ exactly by
+        the paired difference). A case may have fewer repeats than another
+        (``repeats=auto`` gives the noisy cases more): its row holds the
+        repeats it has."""
         pairs = self._pairs(variant, control)
-        cases = sorted(set.intersection(*[set(a.cases) & set(b.cases) for _, a, b in pairs])) \
-            if pairs else []
+        cases = sorted(set().union(*[set(a.cases) & set(b.cases) for _, a, b in pairs]))
         va, vb = np.full((len(cases), len(pairs)), np.nan), np.full((len(cases), len(pairs)), np.nan)
         outcome = metric in OUTCOME_METRICS
         for j, (_, a, b) in enumerate(pairs):
             for i, c in enumerate(cases):
+                if c not in a.cases or c not in b.cases:
+                    continue  # not run in this repeat: a missing pair, never a failure
                 if not outcome and not (a.completed(c) and b.completed(c)):
                     continue
                 va[i, j], vb[i, j] = a.cases[c].get(metric, math.nan), b.cases[c].get(metric, math.nan)

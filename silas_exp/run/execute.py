@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from silas_exp.config import ExperimentConfig
@@ -72,6 +73,20 @@ def write_result(out_dir: Path, job: JobSpec, outcome: JobOutcome | None, error:
             json.dumps(calibration_to_json(outcome.calibration), indent=1))
 
 
+def allocated(cfg: ExperimentConfig, sweep_dir: Path) -> Callable[[str], bool] | None:
+    """Which cases a job of a ``repeats=auto`` sweep runs: those whose repeats
+    the study allocated (``adaptive.json``) exceed the job's repeat; None
+    (every case) before the allocation or in any other sweep."""
+    if str(cfg.repeats) != "auto":
+        return None
+    from silas_exp.study.state import AdaptiveState
+
+    state = AdaptiveState.read(sweep_dir)
+    if state is None or state.allocation is None:
+        return None
+    return lambda case_id: state.runs(case_id, cfg.repeat)
+
+
 def run_tracked(cfg: ExperimentConfig, job: JobSpec, tracker: Tracker,
                 manifest: SweepManifest | None, loaded: LoadedSuite, out_dir: Path,
                 multirun: bool, label: str) -> JobOutcome | None:
@@ -83,7 +98,8 @@ def run_tracked(cfg: ExperimentConfig, job: JobSpec, tracker: Tracker,
     try:
         with tracker.job(job, manifest, loaded.suite.version, out_dir) as run:
             outcome = run_job(cfg, job, out_dir, loaded=loaded, spend_ledger=spend_ledger,
-                              alone=not multirun)
+                              alone=not multirun,
+                              runs=allocated(cfg, out_dir.parent) if multirun else None)
             write_result(out_dir, job, outcome, None, cfg.variant_hash())
             run.log_outcome(outcome.metrics)
     except (ConfigError, SuiteError):

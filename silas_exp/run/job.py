@@ -188,7 +188,7 @@ class _CaseRunner:
 def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
             progress: Callable[[int, int, str], None] | None = None,
             loaded: LoadedSuite | None = None, spend_ledger: Path | None = None,
-            alone: bool = True) -> JobOutcome:
+            alone: bool = True, runs: Callable[[str], bool] | None = None) -> JobOutcome:
     """``spend_ledger``: the sweep's spend file, so ``llm.max_usd`` caps the
     whole sweep (default: one ledger in ``out_dir``, i.e. per job).
     ``alone``: no other job (a sweep's control, perhaps in another worker at
@@ -197,13 +197,16 @@ def run_job(cfg: ExperimentConfig, job: JobSpec, out_dir: Path,
     (run/references.py ``replay_ahead``). Not in a sweep: there a variant that
     reached a case's references before its control job would answer some of
     the control's own calls from the response cache, and the control's
-    ``llm.calls`` would depend on the timing."""
+    ``llm.calls`` would depend on the timing. ``runs``: which of its block's
+    cases the job runs (a ``repeats=auto`` study's allocation,
+    ``AdaptiveState.runs``); default every one."""
     out_dir.mkdir(parents=True, exist_ok=True)
     loaded = loaded or load_suite(cfg.suite.path)
     started = datetime.now(UTC)
     pool = suite_cases(loaded.eval_cases, cfg.suite)  # a tuning study's split, if any
     cases = CaseList(loaded, [pool.ids[i] for i in
-                              block_of(len(pool), cfg.block, cfg.cases_per_block, cfg.seed)])
+                              block_of(len(pool), cfg.block, cfg.cases_per_block, cfg.seed)
+                              if runs is None or runs(pool.ids[i])])
     with open_job(cfg, job, out_dir, loaded, spend_ledger) as parts:
         store, llm = parts.store, parts.llm
         runner = _CaseRunner(parts)

@@ -22,7 +22,11 @@ that is right for its data (bench/bench_coverage.py measures all three):
   ratio of the cluster variance of the difference to the multinomial one,
   never below 1) before the score interval is solved; with fewer than
   ``MIN_DISAGREEING`` disagreeing cases that ratio is not estimable, and the
-  largest it can be (the repeats per case) is used.
+  largest it can be (the repeats per case) is used. With unequal repeats per
+  case (``repeats=auto`` gives the noisy cases more) each of a case's runs
+  counts R̄ / R_i, so the interval is about the mean of the case means (every
+  case alike, as the estimate), not the runs' mean, which the cases with
+  more repeats would pull their way.
   Hand-written: statsmodels has score intervals for two *independent*
   proportions only (``confint_proportions_2indep``), none for paired ones,
   and is not a dependency; the interval is a quadratic and a root search.
@@ -140,7 +144,14 @@ def _score(m: np.ndarray, confidence: float) -> Interval:
         warnings.simplefilter("ignore", RuntimeWarning)
         per_case = np.nanmean(m, axis=1)
     n_cases = len(m)
-    b, c, n = float(np.nansum(m == 1)), float(np.nansum(m == -1)), float(np.sum(~np.isnan(m)))
+    # unequal repeats per case (repeats where the noise is): each of a case's runs counts
+    # R̄ / R_i, so that every case weighs alike, as in the estimate (the mean of the case
+    # means), and the runs still add up to n; with equal repeats every weight is 1
+    counts = np.sum(~np.isnan(m), axis=1)
+    weight = counts.mean() / counts
+    b = float(np.sum(weight * np.sum(m == 1, axis=1)))
+    c = float(np.sum(weight * np.sum(m == -1, axis=1)))
+    n = float(counts.sum())
     disagreeing = int(np.sum(np.nansum(m != 0, axis=1) > 0))
     # a design effect estimated from a handful of disagreeing cases is noise: below the
     # minimum information, take the largest it can be (every repeat of a case alike)
@@ -150,21 +161,24 @@ def _score(m: np.ndarray, confidence: float) -> Interval:
 
 
 def _design_effect(m: np.ndarray) -> float:
-    """Rao–Scott design effect of the difference's mean over case runs: the
-    variance between cases (the case is the independent unit) over the
-    variance the runs would have if independent; 1 without repeats, never
-    below 1, 1 when nothing varies."""
+    """Rao–Scott design effect of the mean of the case means: its variance
+    estimated between cases (the case is the independent unit) over the
+    variance it would have if the runs were independent (each run weighted as
+    in :func:`_score`); 1 without repeats, never below 1, 1 when nothing
+    varies. With equal repeats this is the ratio of the clustered to the
+    per-run variance of the runs' mean."""
     counts = np.sum(~np.isnan(m), axis=1)
     if np.all(counts <= 1) or len(m) < 2:
         return 1.0
-    totals, n = np.nansum(m, axis=1), float(counts.sum())
-    mean = totals.sum() / n
-    runs = float(np.nansum((m - mean) ** 2)) / (n - 1)  # per-run variance
+    k, n = len(m), float(counts.sum())
+    per_case = np.nansum(m, axis=1) / counts
+    mean = float(per_case.mean())
+    weight = counts.mean() / counts
+    runs = float(np.sum(weight * np.nansum((m - mean) ** 2, axis=1))) / (n - 1)  # per-run variance
     if not runs > 0:
         return 1.0
-    k = len(m)
-    between = float(np.sum((totals - counts * mean) ** 2)) * k / (k - 1) / n  # per-run, clustered
-    return max(1.0, between / runs)
+    between = float(np.sum((per_case - mean) ** 2)) / (k * (k - 1))  # variance of the mean, clustered
+    return max(1.0, between * n / runs)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -37,11 +37,17 @@ import numpy as np
 
 
 def cross_fitted_sd(values: Mapping[Hashable, Sequence[float]],
-                    groups: Mapping[Hashable, Hashable]) -> dict[Hashable, float]:
+                    groups: Mapping[Hashable, Hashable], prior_dof: float = 0.0
+                    ) -> dict[Hashable, float]:
     """Each case's predicted within-case sd: the pooled within-case variance of
     the *other* cases of its group (each case's repeats so far, at least two
     for a case to count); a group with no other such case uses every other
-    case. Never the case's own repeats."""
+    case. Never the case's own repeats. ``prior_dof`` > 0 shrinks a group's
+    variance toward that of every other case on the log scale (a weighted
+    geometric mean: the group's degrees of freedom against ``prior_dof``): a
+    group of few cases predicts with a noisy variance, and counts that follow
+    noise lose what equal counts would have had (Jensen); on the log scale a
+    quiet group is not pulled up to the noisy groups' level."""
     ss, dof = {}, {}
     for case, vals in values.items():
         v = np.asarray(vals, dtype=float)
@@ -56,8 +62,12 @@ def cross_fitted_sd(values: Mapping[Hashable, Sequence[float]],
     for case in values:
         peers = [c for c in by_group[groups[case]] if c != case]
         s, d = sum(ss[c] for c in peers), sum(dof[c] for c in peers)
+        rest_ss, rest_dof = total_ss - ss[case], total_dof - dof[case]
         if d == 0:
-            s, d = total_ss - ss[case], total_dof - dof[case]
+            s, d = rest_ss, rest_dof
+        elif prior_dof > 0 and rest_dof > 0 and s > 0 and rest_ss > 0:
+            log_var = (d * math.log(s / d) + prior_dof * math.log(rest_ss / rest_dof)) / (d + prior_dof)
+            s, d = math.exp(log_var), 1
         out[case] = math.sqrt(s / d) if d > 0 else 0.0
     return out
 

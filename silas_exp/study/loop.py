@@ -5,7 +5,10 @@ stopped. Used by the silas sweeper (adaptive repeats, sequential over cases)
 and by tuning's certification on held-out cases.
 
 * **Adaptive repeats** (``repeats=auto``): round r launches repeat r of the
-  control and of every variant still open, up to ``repeats_max``.
+  control and of every variant still open, up to ``repeats_max``; after the
+  first ``repeats_min`` rounds a job runs only the cases whose allocated
+  repeats (``silas_exp.study.allocation``: repeats where the noise is) exceed
+  r, and a round no case needs is not launched.
 * **Sequential over cases** (a suite larger than ``cases_per_block``): round b
   runs block b of the suite's cases, every repeat, for the control and every
   variant still open.
@@ -76,7 +79,8 @@ def run_looks(state: AdaptiveState, variants: Mapping[str, Any],
             batch += round_jobs(r, jobs)
             if before is not None:
                 before(r)
-        returns.append(launch(batch, index))
+        if batch:  # a round no case needs (repeats where the noise is) launches nothing
+            returns.append(launch(batch, index))
         index += len(batch)
         look(at)
         first = at
@@ -86,11 +90,14 @@ def run_looks(state: AdaptiveState, variants: Mapping[str, Any],
 
 
 def run_rounds(study: Study, state: AdaptiveState, round_jobs: Callable[[int, list], list],
-               launch: Launch, before: Callable[[int], None] | None, what: str) -> list:
+               launch: Launch, before: Callable[[int], None] | None, what: str,
+               after_look: Callable[[AdaptiveState, int], None] | None = None) -> list:
     """Run the study's rounds (:func:`run_looks`) through ``launch``,
     reviewing the verdicts at each look. A look the folder's ``adaptive.json``
     already records (a resumed study) is not taken again: its stops stand, and
-    its rounds' jobs are launched only to be found finished."""
+    its rounds' jobs are launched only to be found finished. ``after_look(state,
+    round)`` runs after each look, a resumed one's too, with the study's state
+    (which ``round_jobs`` then plans from)."""
     sweep_dir = study.sweep_dir
     state = state.continued(sweep_dir)
     state.write(sweep_dir)
@@ -108,15 +115,36 @@ def run_rounds(study: Study, state: AdaptiveState, round_jobs: Callable[[int, li
             if why["round"] == at:
                 log.info(f"{what}: {v} stops after {state.unit} {at}: "
                          f"{Outcome(why['outcome']).words} — {why['why']}")
+        if after_look is not None:
+            after_look(state, at)
 
     return run_looks(state, study.variants, round_jobs, launch_counted, look, before)
 
 
 def adaptive_repeats(study: Study, repeats_min: int, repeats_max: int, launch: Launch) -> list:
-    """Adaptive repeats: round r runs repeat r of every open variant."""
-    state = AdaptiveState.plan(study.settings, repeats_min, repeats_max)
-    return run_rounds(study, state, lambda r, jobs: [[*job, f"repeat={r}"] for job in jobs],
-                      launch, None, "Adaptive repeats")
+    """Adaptive repeats: round r runs repeat r of every open variant, of the
+    cases whose allocated repeats exceed r (every case for the first
+    ``repeats_min`` rounds). The allocation is fixed at the look after round
+    ``repeats_min`` (:func:`silas_exp.study.allocation.allocate_repeats`,
+    whose docstring says why the interval stays valid) and recorded in
+    ``adaptive.json``; each job reads it there (``AdaptiveState.runs``)."""
+    from silas_exp.study.allocation import allocate_repeats
+
+    current = [AdaptiveState.plan(study.settings, repeats_min, repeats_max)]
+
+    def after_look(state: AdaptiveState, at: int) -> None:
+        current[0] = state
+        if at >= repeats_min:
+            open_ = [v for v in study.variants if v not in state.closed and v != state.control]
+            allocate_repeats(study.sweep_dir, study.settings, state, study.suite_path, open_)
+
+    def jobs(r: int, open_jobs: list) -> list:
+        counts = current[0].allocation
+        if counts is not None and r >= max(counts.values(), default=0):
+            return []  # no case gets repeat r
+        return [[*job, f"repeat={r}"] for job in open_jobs]
+
+    return run_rounds(study, current[0], jobs, launch, None, "Adaptive repeats", after_look)
 
 
 def sequential_cases(study: Study, pool: Any, cases_per_block: int, seed: int, repeats: int,

@@ -1,9 +1,10 @@
 """The persisted state of a study in rounds (``adaptive.json`` in the sweep
 folder): its plan of looks (after which rounds, at which confidence), the
 variants closed so far (the round, outcome and why), and how the end-of-sweep
-report reads a sweep as its study decided it. A round adds one repeat of every
-case (``repeats=auto``, unit "repeat") or one block of new cases at the
-configured repeats (sequential over cases, unit "block", the default for a
+report reads a sweep as its study decided it. A round adds one repeat of the
+cases whose allocated repeats it has not reached (``repeats=auto``, unit
+"repeat": every case until the allocation, ``silas_exp.study.allocation``) or
+one block of new cases at the configured repeats (sequential over cases, unit "block", the default for a
 suite larger than ``cases_per_block``).
 """
 
@@ -19,7 +20,8 @@ from silas_exp.records import ADAPTIVE_FILE, JobResult, write_json_atomic
 from silas_exp.stats import Outcome
 from silas_exp.stats.sequential import look_confidence, look_rounds, spending_confidences
 
-_FOUND = ("control", "closed", "looked", "margins", "margins_from")  # what the looks found, as opposed to the plan
+_FOUND = ("control", "closed", "looked", "margins", "margins_from", "allocation",
+          "predicted_sd")  # what the looks found, as opposed to the plan
 
 
 @dataclass
@@ -40,6 +42,10 @@ class AdaptiveState:
     # (silas_exp.analysis.margins), and what they were fixed from
     margins: dict[str, float] = field(default_factory=dict)
     margins_from: str | None = None
+    # unit "repeat": each case's repeats, fixed after round repeats_min from the other
+    # cases of its group (silas_exp.study.allocation), and the predicted sds they follow
+    allocation: dict[str, int] | None = None
+    predicted_sd: dict[str, float] | None = None
 
     @classmethod
     def plan(cls, settings: AnalysisSettings, repeats_min: int, repeats_max: int) -> AdaptiveState:
@@ -91,6 +97,11 @@ class AdaptiveState:
         if before is None or before.plan_fields() != self.plan_fields() or not before.looked:
             return self
         return before
+
+    def runs(self, case_id: str, repeat: int) -> bool:
+        """Whether ``case_id`` runs repeat ``repeat``: below its allocated
+        count (every case before the allocation, and a case it does not name)."""
+        return self.allocation is None or repeat < self.allocation.get(case_id, repeat + 1)
 
     def rounds_seen(self, look: int) -> Callable[[JobResult], bool]:
         """Which jobs the look after round ``look`` reads: those of its rounds
@@ -160,6 +171,13 @@ def _plan_notes(state: AdaptiveState) -> list[str]:
     notes = [f"repeats=auto: verdicts looked at after rounds "
              f"{', '.join(map(str, state.looks))} (Bonferroni alpha spending over "
              f"{len(state.looks)} looks: each at {state.confidence:.2%} two-sided confidence)"]
+    if state.allocation:
+        counts = state.allocation.values()
+        notes.append(
+            f"repeats where the noise is: every case ran rounds 1–{state.repeats_min}; then each "
+            f"case {min(counts)}–{max(counts)} repeats in all, in proportion to its within-case sd "
+            f"predicted from the other cases of its group (never its own repeats): "
+            f"{sum(counts)} (case, repeat) pairs per arm of {len(state.allocation) * state.repeats_max}")
     notes += [f"{v} stopped after {c['round']} repeat(s): {Outcome(c['outcome']).words} — {c['why']}"
               for v, c in sorted(state.closed.items())]
     return notes

@@ -19,6 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from silas_exp.data.suites.blocks import stratum
 from silas_exp.errors import ConfigError
 
 PARTS = ("train", "holdout")
@@ -40,10 +41,6 @@ class Split:
     def as_json(self) -> dict:
         return {"seed": self.seed, "holdout_share": self.holdout_share, "train": list(self.train),
                 "holdout": list(self.holdout), "strata": self.strata}
-
-
-def stratum(tags: list[str] | None, difficulty: str | None) -> str:
-    return f"{(tags or ['-'])[0]}/{difficulty or '-'}"
 
 
 def _tiebreak(seed: int, key: str) -> int:

@@ -7,7 +7,8 @@ permutation, recorded with the seed), then cut into blocks of
 same cases, so the comparison stays paired; a study that stops after ``k``
 blocks has used the first ``k × cases_per_block`` cases of that order, a
 random sample of the pool. A suite no larger than one block is one block in
-suite order: the fixed design, unchanged.
+suite order: the fixed design, unchanged. A case's stratum (``stratum``) is the
+group that a tuning split and the allocation of repeats read.
 """
 
 from __future__ import annotations
@@ -45,3 +46,8 @@ def block_of(n_cases: int, block: int, cases_per_block: int | None, seed: int) -
     assert cases_per_block is not None
     order = block_order(n_cases, seed)
     return sorted(order[block * cases_per_block:(block + 1) * cases_per_block])
+
+
+def stratum(tags: list[str] | None, difficulty: str | None) -> str:
+    """A case's group: its flavour (first tag) and difficulty, "coding/hard"."""
+    return f"{(tags or ['-'])[0]}/{difficulty or '-'}"
