@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 
 import numpy as np
 import pytest
@@ -46,7 +47,7 @@ def _sweep(variants: dict[str, list[float]], errors: dict[str, set[str]] | None 
     for v, quality in variants.items():
         for r in range(N_REPEATS):
             status = {c: "error" for c in (errors or {}).get(v, ())}
-            jobs.append(_job(v, r, quality, status, np.random.default_rng(hash((v, r)) % 2**32)))
+            jobs.append(_job(v, r, quality, status, np.random.default_rng(zlib.crc32(f"{v}|{r}".encode()))))
     return SweepData("s1", "", jobs, **kw)
 
 
