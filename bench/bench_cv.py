@@ -35,6 +35,7 @@ bench/results/cv.json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import statistics
 import sys
@@ -49,7 +50,9 @@ from _results import save  # bench/ helper
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from silas_exp.stats.control_variate import corrected_interval  # noqa: E402
 from silas_exp.stats.coverage import CV_RHOS, QUICK_STUDIES, cv_table  # noqa: E402
+from silas_exp.stats.intervals import MIN_DISAGREEING  # noqa: E402
 from silas_exp.stats.sequential import spending_confidences  # noqa: E402
 
 CONTROL = "scorer=heuristic"
@@ -57,14 +60,23 @@ VARIANTS = ("scorer=weights", "scorer=prompt", "scorer=online")
 
 
 # -- 1. simulated studies -----------------------------------------------------------------
-def simulate(studies: int, first_look: int, pool: int = 320, block: int = 40) -> dict:
+def ungated(c, plain, confidence):
+    """The corrected interval even below the minimum information (what the
+    fallback to the kind's own interval guards against)."""
+    enough = dataclasses.replace(plain, disagreeing=max(plain.disagreeing, MIN_DISAGREEING))
+    out = corrected_interval(c, enough, confidence)
+    return plain if out is enough else out
+
+
+def simulate(studies: int, first_look: int, pool: int = 320, block: int = 40,
+             interval=None) -> dict:
     """silas_exp.stats.coverage.cv_table on the default pool's sequential design;
     then the first look alone (its tail) on ``first_look`` studies a row."""
     blocks = pool // block
     looks = sorted({*(2**k for k in range(int(math.log2(blocks)) + 1)), blocks})
     confs = spending_confidences(0.95, tuple(min(b * block, pool) / pool for b in looks))
     t0 = time.perf_counter()
-    rows = cv_table(studies, looks, confs, block)
+    rows = cv_table(studies, looks, confs, block, interval=interval)
     print(f"{'metric':24s} {'share':>5s} {'rho':>5s} {'effect':>6s} {'ships':>6s} {'cases':>6s} "
           f"{'mult@40':>7s} | " + " | ".join(f"n={b * block}: cover worse corr" for b in looks))
     for r in rows:
@@ -74,7 +86,8 @@ def simulate(studies: int, first_look: int, pool: int = 320, block: int = 40) ->
               + " | ".join(f"{c:.4f} {w:.4f} {f:.2f}" for c, w, f in
                            zip(r["coverage"], r["worse_miss"], r["corrected"], strict=True))
               + (f"  ! {'; '.join(r['flags'])}" if r["flags"] else ""), flush=True)
-    first = cv_table(first_look, looks[:1], confs[:1], block, rhos=CV_RHOS[1:], pool=pool)
+    first = cv_table(first_look, looks[:1], confs[:1], block, rhos=CV_RHOS[1:], pool=pool,
+                     interval=interval)
     print(f"\nThe first look alone ({looks[0] * block} cases, {confs[0]:.2%}), {first_look} "
           "studies a row: coverage, worse-side misses (level "
           f"{(1 - confs[0]) / 2:.4%}), share corrected")
@@ -341,6 +354,8 @@ def main() -> None:
     parser.add_argument("--studies", type=int, default=2000)
     parser.add_argument("--first-look", type=int, default=20000,
                         help="simulation: studies a row of the first look alone")
+    parser.add_argument("--ungated", action="store_true", help="simulation: the corrected "
+                        "interval even below 10 disagreeing paid cases (for comparison)")
     parser.add_argument("--cases", type=int, default=80, help="replayed cases of the pool")
     parser.add_argument("--block", type=int, default=40)
     parser.add_argument("--seeds", type=int, default=1)
@@ -372,13 +387,14 @@ def main() -> None:
         save("cv-server", server_cost([int(x) for x in ns.server.split(",")],
                                       SETTINGS[ns.server_setting], ns.server_args.split()))
         return
-    out: dict = {} if ns.skip_simulation else {"simulation": simulate(ns.studies, ns.first_look)}
+    out: dict = {} if ns.skip_simulation else {"simulation": simulate(
+        ns.studies, ns.first_look, interval=ungated if ns.ungated else None)}
     if not ns.skip_replays:
         out["replays"] = replays(list(range(ns.seeds)), ns.cases, ns.block, ns.workers, departures,
                                  variants)
     out["seconds"] = time.perf_counter() - t0
     save("cv" + ("-replays" if ns.skip_simulation else "-simulation" if ns.skip_replays else "")
-, out)
+         + ("-ungated" if ns.ungated else ""), out)
 
 
 if __name__ == "__main__":

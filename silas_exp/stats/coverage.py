@@ -24,6 +24,11 @@ Each metric's model is the shape its real values have:
 makes the variant worse by exactly the margin where the disagreements can
 carry it, else by as much as they can (every disagreement worse, at the
 largest size the model allows): the edge the ship rule must not cross.
+
+With a simulated twin (``cv_design``, ``cv_table``; bench/bench_cv.py prints
+the table), the same models give the paid differences, the twin's are
+correlated with them at a set rho, and the interval is the corrected one
+(silas_exp.stats.control_variate.corrected_interval) at each look.
 """
 
 from __future__ import annotations
