@@ -64,7 +64,7 @@ class Corrected:
     weights: tuple[float, ...]  # b, one per covariate used (empty: none used)
     n_paid: int
     n_rest: int
-    df: float  # of ``variance``: Welch–Satterthwaite over its two terms (see corrected_mean)
+    df: float  # of ``variance``: Welch–Satterthwaite's, at most the paid residual's
     covariates: tuple[str, ...] = ()
     third: float = 0.0  # third cumulant of ``estimate`` (of its influence values' sums)
 
@@ -115,10 +115,13 @@ def corrected_mean(y, x_paid, x_rest, names: tuple[str, ...] | None = None) -> C
     var_pool = float(b @ sx @ b) / m
     var = var_paid + var_pool
     # a term whose values are mostly zero (rare disagreements) has the degrees of freedom of
-    # its nonzero values; the sum's are Welch–Satterthwaite's
+    # its nonzero values; the sum's are Welch–Satterthwaite's, never more than the paid
+    # residual's: b is estimated on the paid cases, which Satterthwaite's formula leaves out
+    # (measured: with the pool term's 319 it missed 0.07 % at the first look, level 0.039 %)
     df_paid = max(min(n, _nonzero(resid)) - 1 - k, 1)
     df_pool = max(_nonzero(pool) - 1, 1)
-    df = var**2 / (var_paid**2 / df_paid + var_pool**2 / df_pool) if var > 0 else float(df_paid)
+    df = min(var**2 / (var_paid**2 / df_paid + var_pool**2 / df_pool), df_paid) if var > 0 \
+        else float(df_paid)
     third = (float(np.mean((resid - resid.mean()) ** 3)) / n**2
              + float(np.mean((pool - pool.mean()) ** 3)) / m**2)
     plain = _plain(y, m)
@@ -139,7 +142,8 @@ def corrected_interval(c: Corrected, plain: Interval, confidence: float) -> Inte
     * Student's t on the variance's Welch–Satterthwaite degrees of freedom,
       each term's at most its nonzero influence values − 1 (the minimum-
       information rule of the t family: the variance of a mostly-zero
-      difference comes from the cases that move);
+      difference comes from the cases that move), and never more than the
+      paid residual's (the weight b is estimated on the paid cases);
     * with Hall's (1992) skewness correction, taken where it widens, from the
       estimate's standardised third cumulant. Hall's transform depends on the
       mean's skewness only through skew / sqrt(n), the standardised third
