@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from silas_exp.stats.control_variate import corrected_interval  # noqa: E402
-from silas_exp.stats.coverage import CV_RHOS, QUICK_STUDIES, cv_table  # noqa: E402
+from silas_exp.stats.coverage import QUICK_STUDIES, cv_table  # noqa: E402
 from silas_exp.stats.intervals import MIN_DISAGREEING  # noqa: E402
 from silas_exp.stats.sequential import spending_confidences  # noqa: E402
 
@@ -86,13 +86,14 @@ def simulate(studies: int, first_look: int, pool: int = 320, block: int = 40,
               + " | ".join(f"{c:.4f} {w:.4f} {f:.2f}" for c, w, f in
                            zip(r["coverage"], r["worse_miss"], r["corrected"], strict=True))
               + (f"  ! {'; '.join(r['flags'])}" if r["flags"] else ""), flush=True)
-    first = cv_table(first_look, looks[:1], confs[:1], block, rhos=CV_RHOS[1:], pool=pool,
+    first = cv_table(first_look, looks[:1], confs[:1], block, pool=pool,
                      interval=interval)
     print(f"\nThe first look alone ({looks[0] * block} cases, {confs[0]:.2%}), {first_look} "
           "studies a row: coverage, worse-side misses (level "
           f"{(1 - confs[0]) / 2:.4%}), share corrected")
     for r in first:
-        print(f"{r['metric']:24s} {r['disagree']:5.2f} {r['rho']:+5.1f} {r['effect']:>6s} | "
+        rho = "none" if r["rho"] is None else f"{r['rho']:+.1f}"
+        print(f"{r['metric']:24s} {r['disagree']:5.2f} {rho:>5s} {r['effect']:>6s} | "
               f"{r['coverage'][0]:.5f} {r['worse_miss'][0]:.5f} {r['corrected'][0]:.2f}"
               + (f"  ! {'; '.join(r['flags'])}" if r["flags"] else ""), flush=True)
     return {"pool": pool, "block": block, "looks": looks, "confidences": confs,
