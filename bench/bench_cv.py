@@ -1,17 +1,22 @@
 """The simulated replay as a control variate: what it buys and whether the
 verdict stays valid, against how good a predictor it is.
 
-    python bench/bench_cv.py [--studies 400] [--cases 80] [--seeds 1] [--quick]
+    python bench/bench_cv.py [--studies 2000] [--first-look 20000] [--cases 80] [--seeds 1] [--quick]
 
-1. Simulated studies (known truth; ``--studies`` per setting and scenario):
-   the sequential design of the default pool (320 cases in blocks of 40,
-   looks after blocks 1, 2, 4, 8 at the alpha-spending confidences), one gated
-   metric (margin 0.02, per-case sd 0.05), the paid differences correlated
-   at rho with the simulated ones, whose mean is off by 0.01 (a predictor
-   need not be unbiased). For rho in 1.0, 0.9, 0.7, 0.5, 0.0, with and
-   without the correction: A/A ship rate, ship rate of a variant worse by
-   exactly the margin, each look's coverage, mean cases used and the median
-   effective sample multiplier at the first look.
+1. Simulated studies (known truth; ``--studies`` per row;
+   silas_exp/stats/coverage.py's ``cv_table``): the sequential design of the
+   default pool (320 cases in blocks of 40, looks after blocks 1, 2, 4, 8 at
+   the alpha-spending confidences), for a pass rate (6 % and 25 % of pairs
+   flipping), relevance (a bounded score) and tokens per served need (a
+   skewed amount), the twin's per-case differences correlated at rho with
+   the paid ones (1, 0.9, 0.7, 0, -0.5; none: the kind's interval alone),
+   the interval ``corrected_interval``: each look's coverage and worse-side
+   misses, the share of studies the twin corrected, A/A ship rate, ship
+   rate of a variant worse by exactly the margin, mean cases used and the
+   median effective sample multiplier at the first look; each row flagged
+   where a rate is beyond its level by chance (binomial at 1 %). Then the
+   first look alone (40 cases of the pool, 99.92 %), ``--first-look``
+   studies a row, for its tail.
 2. Replays (``--cases`` cases of the default pool in seed s's order, ``--seeds``
    seeds): the README study's arms (control, weights, prompt, online) replayed
    with the simulated model (the twin) and with the departing model
@@ -30,6 +35,7 @@ bench/results/cv.json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import statistics
 import sys
@@ -44,9 +50,9 @@ from _results import save  # bench/ helper
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from silas_exp.stats import MetricCall, Oriented, metric_call  # noqa: E402
-from silas_exp.stats.bootstrap import cluster_bootstrap_ci  # noqa: E402
-from silas_exp.stats.control_variate import corrected_mean, interval  # noqa: E402
+from silas_exp.stats.control_variate import corrected_interval  # noqa: E402
+from silas_exp.stats.coverage import QUICK_STUDIES, cv_table  # noqa: E402
+from silas_exp.stats.intervals import MIN_DISAGREEING  # noqa: E402
 from silas_exp.stats.sequential import spending_confidences  # noqa: E402
 
 CONTROL = "scorer=heuristic"
@@ -54,63 +60,46 @@ VARIANTS = ("scorer=weights", "scorer=prompt", "scorer=online")
 
 
 # -- 1. simulated studies -----------------------------------------------------------------
-def sim_study(rng, rho: float, delta: float, pool: int, block: int, looks: list[int],
-              confs: list[float], margin: float, sd: float, use_cv: bool,
-              plain_t: bool = False) -> dict:
-    z = rng.normal(size=pool)
-    x = 0.01 + 0.8 * sd * z  # the simulated differences: biased, scaled
-    y = delta + sd * (rho * z + math.sqrt(1 - rho**2) * rng.normal(size=pool))
-    covered, decided = {}, None
-    for b, conf in zip(looks, confs, strict=True):  # every look's interval: coverage at each
-        n = min(b * block, pool)
-        if use_cv and n < pool:
-            c = corrected_mean(y[:n], x[:n], x[n:])
-            (lo, hi), est, mult = interval(c, conf), c.estimate, c.multiplier
-        elif plain_t:  # Student's t on the plain mean: the twin's interval with b = 0
-            c = corrected_mean(y[:n], x[:n], x[:0])
-            (lo, hi), est, mult = interval(c, conf), c.estimate, 1.0
-        else:
-            ci = cluster_bootstrap_ci(y[:n], confidence=conf, seed=b, expanded=True)
-            lo, hi, est, mult = ci.low, ci.high, ci.estimate, 1.0
-        covered[b] = lo <= delta <= hi
-        call = metric_call(Oriented(est, lo, hi), margin)
-        if decided is None and (call is not MetricCall.UNDECIDED or b == looks[-1]):
-            decided = {"call": call, "cases": n}
-        if b == looks[0]:
-            first = mult
-    return {**decided, "covered": covered, "first_multiplier": first}
+def ungated(c, plain, confidence):
+    """The corrected interval even below the minimum information (what the
+    fallback to the kind's own interval guards against)."""
+    enough = dataclasses.replace(plain, disagreeing=max(plain.disagreeing, MIN_DISAGREEING))
+    out = corrected_interval(c, enough, confidence)
+    return plain if out is enough else out
 
 
-def simulate(studies: int, pool: int = 320, block: int = 40, margin: float = 0.02,
-             sd: float = 0.05, plain_t: bool = False) -> dict:
+def simulate(studies: int, first_look: int, pool: int = 320, block: int = 40,
+             interval=None) -> dict:
+    """silas_exp.stats.coverage.cv_table on the default pool's sequential design;
+    then the first look alone (its tail) on ``first_look`` studies a row."""
     blocks = pool // block
     looks = sorted({*(2**k for k in range(int(math.log2(blocks)) + 1)), blocks})
     confs = spending_confidences(0.95, tuple(min(b * block, pool) / pool for b in looks))
-    out = {}
-    print(f"{'rho':>4s} {'correction':>10s} {'A/A ship':>9s} {'margin ship':>12s} "
-          f"{'coverage min':>13s} {'mean cases A/A':>15s} {'multiplier@40':>14s}")
-    for rho in (1.0, 0.9, 0.7, 0.5, 0.0):
-        for use_cv in (False, True):
-            row: dict = {}
-            for name, delta in (("a_a", 0.0), ("margin", -margin)):
-                rng = np.random.default_rng(7)
-                runs = [sim_study(rng, rho, delta, pool, block, looks, confs, margin, sd, use_cv,
-                                  plain_t) for _ in range(studies)]
-                cover = {b: float(np.mean([r["covered"][b] for r in runs])) for b in looks}
-                mults = [r["first_multiplier"] for r in runs]
-                row[name] = {"ship": float(np.mean([r["call"] is MetricCall.NONINFERIOR
-                                                    for r in runs])),
-                             "mean_cases": float(np.mean([r["cases"] for r in runs])),
-                             "coverage": cover, "first_look_multiplier":
-                             float(np.median(mults)) if mults else 1.0}
-            out[f"{rho}/{'cv' if use_cv else 'plain'}"] = row
-            print(f"{rho:4.1f} {'with' if use_cv else 'without':>10s} {row['a_a']['ship']:9.3f} "
-                  f"{row['margin']['ship']:12.3f} "
-                  f"{min(row['a_a']['coverage'].values()):13.3f} {row['a_a']['mean_cases']:15.1f} "
-                  f"{row['a_a']['first_look_multiplier']:14.2f}", flush=True)
-    return {"pool": pool, "block": block, "margin": margin, "sd": sd, "looks": looks,
-            "confidences": confs, "studies": studies, "plain_interval": "t" if plain_t
-            else "expanded bootstrap", "settings": out}
+    t0 = time.perf_counter()
+    rows = cv_table(studies, looks, confs, block, interval=interval)
+    print(f"{'metric':24s} {'share':>5s} {'rho':>5s} {'effect':>6s} {'ships':>6s} {'cases':>6s} "
+          f"{'mult@40':>7s} | " + " | ".join(f"n={b * block}: cover worse corr" for b in looks))
+    for r in rows:
+        rho = "none" if r["rho"] is None else f"{r['rho']:+.1f}"
+        print(f"{r['metric']:24s} {r['disagree']:5.2f} {rho:>5s} {r['effect']:>6s} "
+              f"{r['ships']:6.3f} {r['mean_cases']:6.1f} {r['multiplier']:7.2f} | "
+              + " | ".join(f"{c:.4f} {w:.4f} {f:.2f}" for c, w, f in
+                           zip(r["coverage"], r["worse_miss"], r["corrected"], strict=True))
+              + (f"  ! {'; '.join(r['flags'])}" if r["flags"] else ""), flush=True)
+    first = cv_table(first_look, looks[:1], confs[:1], block, pool=pool,
+                     interval=interval)
+    print(f"\nThe first look alone ({looks[0] * block} cases, {confs[0]:.2%}), {first_look} "
+          "studies a row: coverage, worse-side misses (level "
+          f"{(1 - confs[0]) / 2:.4%}), share corrected")
+    for r in first:
+        rho = "none" if r["rho"] is None else f"{r['rho']:+.1f}"
+        print(f"{r['metric']:24s} {r['disagree']:5.2f} {rho:>5s} {r['effect']:>6s} | "
+              f"{r['coverage'][0]:.5f} {r['worse_miss'][0]:.5f} {r['corrected'][0]:.2f}"
+              + (f"  ! {'; '.join(r['flags'])}" if r["flags"] else ""), flush=True)
+    return {"pool": pool, "block": block, "looks": looks, "confidences": confs,
+            "studies": studies, "rows": rows, "first_look_studies": first_look,
+            "first_look": first, "flagged": sum(bool(r["flags"]) for r in rows + first),
+            "seconds": time.perf_counter() - t0}
 
 
 # -- 2. replays ---------------------------------------------------------------------------
@@ -363,15 +352,17 @@ def server_cost(seeds: list[int], departure: float, extra: list[str]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--studies", type=int, default=400)
+    parser.add_argument("--studies", type=int, default=2000)
+    parser.add_argument("--first-look", type=int, default=20000,
+                        help="simulation: studies a row of the first look alone")
+    parser.add_argument("--ungated", action="store_true", help="simulation: the corrected "
+                        "interval even below 10 disagreeing paid cases (for comparison)")
     parser.add_argument("--cases", type=int, default=80, help="replayed cases of the pool")
     parser.add_argument("--block", type=int, default=40)
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-replays", action="store_true")
     parser.add_argument("--skip-simulation", action="store_true")
-    parser.add_argument("--plain-t", action="store_true", help="simulation: Student's t, not the "
-                        "expanded bootstrap, wherever the twin does not correct")
     parser.add_argument("--judge", action="store_true", help="only the judge-repeats part")
     parser.add_argument("--judge-repeats", type=int, default=3)
     parser.add_argument("--server", default="", help="seeds of the README study against the "
@@ -385,7 +376,8 @@ def main() -> None:
 
     departures, variants = dict(SETTINGS), VARIANTS
     if ns.quick:
-        ns.studies, ns.cases, ns.block, ns.seeds = 20, 8, 4, 1
+        ns.studies, ns.cases, ns.block, ns.seeds = QUICK_STUDIES, 8, 4, 1
+        ns.first_look = QUICK_STUDIES
         departures = {k: SETTINGS[k] for k in ("identical", "unrelated")}
         variants = ("scorer=weights",)
     t0 = time.perf_counter()
@@ -396,14 +388,14 @@ def main() -> None:
         save("cv-server", server_cost([int(x) for x in ns.server.split(",")],
                                       SETTINGS[ns.server_setting], ns.server_args.split()))
         return
-    out: dict = {} if ns.skip_simulation else {"simulation": simulate(ns.studies,
-                                                                     plain_t=ns.plain_t)}
+    out: dict = {} if ns.skip_simulation else {"simulation": simulate(
+        ns.studies, ns.first_look, interval=ungated if ns.ungated else None)}
     if not ns.skip_replays:
         out["replays"] = replays(list(range(ns.seeds)), ns.cases, ns.block, ns.workers, departures,
                                  variants)
     out["seconds"] = time.perf_counter() - t0
     save("cv" + ("-replays" if ns.skip_simulation else "-simulation" if ns.skip_replays else "")
-         + ("-t" if ns.plain_t else ""), out)
+         + ("-ungated" if ns.ungated else ""), out)
 
 
 if __name__ == "__main__":

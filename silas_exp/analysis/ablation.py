@@ -53,8 +53,7 @@ from silas_exp.stats import (
     sprt_with_pilot,
     verdict,
 )
-from silas_exp.stats.control_variate import MIN_INFORMATIVE, Corrected, select
-from silas_exp.stats.control_variate import interval as cv_interval
+from silas_exp.stats.control_variate import Corrected, corrected_interval, select
 from silas_exp.variants import find_variant
 
 
@@ -139,12 +138,12 @@ def _compare(data: SweepData, variant: str, control: str, metric: str, s: Analys
         return None
     with _quiet():
         per_case = np.nanmean(m, axis=1)
+    ci = metric_interval(metric, m, a, b, s.confidence)
     cv = _corrected(data, variant, control, metric, cases, per_case)
-    if cv is None:
-        ci = metric_interval(metric, m, a, b, s.confidence)
-        estimate, low, high = ci.estimate, ci.low, ci.high
-    else:
-        estimate, (low, high) = cv.estimate, cv_interval(cv, s.confidence)
+    if cv is not None:
+        ci = corrected_interval(cv, ci, s.confidence)
+        cv = cv if ci.method == "corrected t" else None
+    estimate, low, high = ci.estimate, ci.low, ci.high
     (mean, sd), (cmean, csd) = _paired_mean(a), _paired_mean(b)
     sprt = None
     if use_sprt:
@@ -166,16 +165,15 @@ def _corrected(data: SweepData, variant: str, control: str, metric: str, cases: 
                per_case: np.ndarray) -> Corrected | None:
     """The paid per-case differences corrected by the study's simulated twin
     (and the baseline's history where it helps): None without a twin of both
-    arms on every paid case, on a pool the paid cases cover, or with too few
-    informative cases (``MIN_INFORMATIVE``)."""
+    arms on every paid case, or on a pool the paid cases cover. Its interval
+    (``corrected_interval``) is the kind's own below the minimum information."""
     twin = data.twin
     if twin is None or metric == ERROR_METRIC or not {variant, control} <= set(twin.variants()):
         return None
     xv, xc = twin.case_means(variant, metric), twin.case_means(control, metric)
     x = {c: xv[c] - xc[c] for c in xv.keys() & xc.keys()}
     rest = sorted(set(x) - set(cases))
-    if not rest or any(c not in x for c in cases) or np.any(np.isnan(per_case)) \
-            or int(np.count_nonzero(per_case)) < MIN_INFORMATIVE:
+    if not rest or any(c not in x for c in cases) or np.any(np.isnan(per_case)):
         return None
     covariates = {"simulated": (np.array([x[c] for c in cases]), np.array([x[c] for c in rest]))}
     history = {c: row[metric] for c, row in (data.history or {}).items()

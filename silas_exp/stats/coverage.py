@@ -24,6 +24,11 @@ Each metric's model is the shape its real values have:
 makes the variant worse by exactly the margin where the disagreements can
 carry it, else by as much as they can (every disagreement worse, at the
 largest size the model allows): the edge the ship rule must not cross.
+
+With a simulated twin (``cv_design``, ``cv_table``; bench/bench_cv.py prints
+the table), the same models give the paid differences, the twin's are
+correlated with them at a set rho, and the interval is the corrected one
+(silas_exp.stats.control_variate.corrected_interval) at each look.
 """
 
 from __future__ import annotations
@@ -223,3 +228,133 @@ def _scale_at(model: Model, d: Draw, n: int) -> np.ndarray | None:
     control = d.control[:, :n]
     variant = control[:, :, None] + d.diffs[:, :n]
     return np.maximum(control.max(axis=1), variant.max(axis=(1, 2)))
+
+
+# -- the simulated twin as a control variate, end to end ------------------------------------
+def twin_of(d: Draw, model: Model, rho: float, fresh: Draw, rng: np.random.Generator
+            ) -> np.ndarray:
+    """The twin's per-case differences (studies × cases), correlated at ``rho``
+    with the paid ones: each case's is the paid difference (negated for a
+    negative ``rho``) with probability |rho|, else the case's difference in
+    ``fresh``, an independent draw of the same model (so the correlation is
+    rho exactly, and the twin is as zero-inflated and as skewed as the paid
+    differences). A score's or an amount's twin is also rescaled (× 0.8) and
+    off by half the margin: a predictor need be neither right nor calibrated."""
+    y, other = d.diffs.mean(axis=2), fresh.diffs.mean(axis=2)
+    x = np.where(rng.random(y.shape) < abs(rho), math.copysign(1.0, rho) * y, other)
+    return x if model.kind == "pass_fail" else 0.8 * x + 0.5 * d.margin
+
+
+@dataclass(frozen=True)
+class Design:
+    """One kind × share × predictor quality × effect, the sequential design end to end."""
+
+    coverage: tuple[float, ...]  # per look, over every study
+    worse_miss: tuple[float, ...]  # per look: the interval misses the truth on the worse side
+    corrected: tuple[float, ...]  # per look: share of studies whose interval was corrected
+    ships: float
+    mean_cases: float
+    multiplier: float  # median at the first look where corrected (1 where never)
+    truth: float
+    margin: float
+    studies: int
+
+
+def cv_design(model: Model, disagree: float, rho: float | None, effect: str, block: int,
+              looks: list[int], confidences: list[float], studies: int, seed: int,
+              interval=None, pool: int | None = None) -> Design:
+    """``studies`` sequential studies of one variant on the pool of ``pool``
+    cases (default ``looks[-1] * block``) with a twin at ``rho`` (None: no twin, the
+    kind's interval alone): at each look the paid cases are the first blocks,
+    the rest of the pool is what the twin alone saw, and the interval is
+    ``interval(corrected, plain, confidence)`` (default
+    :func:`~silas_exp.stats.control_variate.corrected_interval`). The study
+    ships at the first look whose worse-side bound clears the margin and stops
+    at the first whose better side is beyond it."""
+    from silas_exp.stats.control_variate import corrected_interval, corrected_mean
+    from silas_exp.stats.intervals import Interval
+
+    interval = interval or corrected_interval
+    rng = np.random.default_rng(seed)
+    pool = pool or looks[-1] * block
+    d = draw(model, pool, 1, disagree, effect, studies, rng)
+    x = None if rho is None else twin_of(d, model, rho, draw(model, pool, 1, disagree, effect,
+                                                             studies, rng), rng)
+    sign = 1.0 if model.direction == "higher" else -1.0
+    open_ = np.ones(studies, bool)
+    shipped = np.zeros(studies, bool)
+    cases = np.full(studies, pool)
+    cover, worse_miss, corrected, first_mult = [], [], [], []
+    for i, (look, conf) in enumerate(zip(looks, confidences, strict=True)):
+        n = look * block
+        sub = Draw(d.diffs[:, :n], d.truth, d.margin, _scale_at(model, d, n))
+        low, high = intervals(model, sub, conf)
+        fixed = np.zeros(studies, bool)
+        if x is not None and n < pool:
+            y = sub.diffs.mean(axis=2)
+            disagreeing = np.sum(np.any(sub.diffs != 0, axis=2), axis=1)
+            for s in range(studies):
+                plain = Interval(float(y[s].mean()), float(low[s]), float(high[s]), n,
+                                 int(disagreeing[s]), "plain")
+                c = corrected_mean(y[s], x[s, :n], x[s, n:])
+                ci = interval(c, plain, conf)
+                if ci is not plain:
+                    low[s], high[s], fixed[s] = ci.low, ci.high, True
+                    if i == 0:
+                        first_mult.append(c.multiplier)
+        above, below = low > d.truth, high < d.truth
+        cover.append(float(np.mean(~above & ~below)))
+        worse_miss.append(float(np.mean(above if sign > 0 else below)))
+        corrected.append(float(np.mean(fixed)))
+        worst, best = (low, high) if sign > 0 else (-high, -low)
+        ship = open_ & (worst > -d.margin)
+        stop = open_ & (best < -d.margin)
+        shipped |= ship
+        cases[open_ & (ship | stop)] = n
+        open_ &= ~(ship | stop)
+    return Design(tuple(cover), tuple(worse_miss), tuple(corrected), float(shipped.mean()),
+                  float(cases.mean()), float(np.median(first_mult)) if first_mult else 1.0,
+                  d.truth, d.margin, studies)
+
+
+# the cells of the twin's table: pass/fail with 6 % of pairs flipping (and a quarter, where
+# the correction acts from the first look), a bounded score and a skewed amount, dense
+CV_CELLS = ((MODELS[0], 0.06), (MODELS[0], 0.25), (MODELS[1], 1.0), (MODELS[3], 1.0))
+CV_RHOS = (None, 1.0, 0.9, 0.7, 0.0, -0.5)
+QUICK_STUDIES = 40  # bench/bench_cv.py --quick
+
+
+def cv_table(studies: int, looks: list[int], confidences: list[float], block: int = 40,
+             cells=CV_CELLS, rhos=CV_RHOS, interval=None, seed: int = 7,
+             pool: int | None = None) -> list[dict]:
+    """Every cell × predictor quality (None: no twin) × effect (A/A, worse by
+    the margin) of :func:`cv_design`, each row with its flags: a look whose
+    misses exceed 1 − its confidence beyond chance, or whose worse-side misses
+    exceed its one-sided level (one-sided binomial tests at 1 %); an A/A ship
+    rate under 80 %, and a ship rate at the margin above 2.5 % beyond chance
+    (binomial at 1 %). ``pool``: as :func:`cv_design`'s (the first look alone,
+    many studies, on the whole pool: ``looks=[1]``, ``pool=320``)."""
+    from scipy.stats import binom
+
+    rows = []
+    for model, share in cells:
+        for rho in rhos:
+            for effect in ("none", "margin"):
+                d = cv_design(model, share, rho, effect, block, looks, confidences, studies, seed,
+                              interval, pool)
+                flags = []
+                for look, conf, cov, worse in zip(looks, confidences, d.coverage, d.worse_miss,
+                                                  strict=True):
+                    for what, share_missed, level in (("coverage", 1 - cov, 1 - conf),
+                                                      ("worse side", worse, (1 - conf) / 2)):
+                        k = round(share_missed * studies)
+                        if k and binom.sf(k - 1, studies, level) < 0.01:
+                            flags.append(f"{what} at {look * block} cases")
+                if effect == "none" and d.ships < 0.8 and len(looks) > 1:
+                    flags.append("A/A ships under 80 %")
+                k = round(d.ships * studies)
+                if effect == "margin" and len(looks) > 1 and k and binom.sf(k - 1, studies, 0.025) < 0.01:
+                    flags.append("ships at the margin above 2.5 %")
+                rows.append({"metric": model.name, "kind": model.kind, "disagree": share,
+                             "rho": rho, "effect": effect, **d.__dict__, "flags": flags})
+    return rows
