@@ -476,6 +476,7 @@ def orders_study(orders: int, cases: int, chunk: int, block: int, workers: int,
                 "median_usd": float(np.median([u for _, u in spent]))}
         out["settings"][name] = row
         _print_orders_row(name, row, variants, block)
+    print(orders_table(out), flush=True)
     return out
 
 
@@ -499,6 +500,42 @@ def _print_orders_row(name: str, row: dict, variants: tuple[str, ...], block: in
         if sp:
             print(f"    {k} the twin: median {sp['median_calls']:,.0f} calls, "
                   f"${sp['median_usd']:.2f} to the verdicts")
+
+
+def orders_table(out: dict) -> str:
+    """The --orders figures as docs/analysis.md's table (markdown)."""
+    short = {"context.retrieval_relevance": "relevance", "context.tokens_per_served_need":
+             "tokens/need", "ir.ndcg_at_10": "nDCG@10", "summary.pass": "pass"}
+
+    def cases(f: dict) -> str:
+        return f"{f['median_cases']:.0f} ({f['iqr'][0]:.0f}–{f['iqr'][1]:.0f})"
+
+    def outcomes(f: dict) -> str:
+        return ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in sorted(f["outcomes"].items()))
+
+    def spend(row: dict) -> str:
+        w, c = row["without_spend"], row["with_spend"]
+        if w is None or c is None:
+            return "not billed (the twin's replays)"
+        return (f"{w['median_calls']:,.0f} / {c['median_calls']:,.0f}, "
+                f"${w['median_usd']:.2f} / ${c['median_usd']:.2f}")
+
+    lines = [f"| setting (departure) | variant | cases to a decision, median (quartiles): without "
+             f"/ with the twin | outcomes over the {out['orders']} orders: without / with | ρ over "
+             f"the {out['cases_used']} cases | multiplier at {out['block']} of "
+             f"{out['cases_used']} cases (median over the orders) | calls, $ to the verdicts "
+             "(median): without / with |",
+             "|---|---|---|---|---|---|---|"]
+    for name, row in sorted(out["settings"].items(), key=lambda kv: kv[1]["departure"]):
+        for i, (v, f) in enumerate(row["variants"].items()):
+            corr = ", ".join(f"{short.get(m, m)} {r:+.2f}" for m, r in f["correlation"].items())
+            mult = ", ".join(f"{short.get(m, m)} {x:.2f}"
+                             for m, x in f["multiplier_first_look"].items())
+            lines.append(f"| {name} ({row['departure']:g}) | {v.split('=')[-1]} | "
+                         f"{cases(f['without'])} / {cases(f['with'])} | {outcomes(f['without'])} / "
+                         f"{outcomes(f['with'])} | {corr} | {mult} | "
+                         f"{spend(row) if i == 0 else '″'} |")
+    return "\n".join(lines)
 
 
 # -- 3. judge repeats where the grade is unstable -------------------------------------------
