@@ -24,7 +24,7 @@ verdict stays valid, against how good a predictor it is.
    and the model calls and dollars (the departing model is billed per call
    like a paid one) to the verdicts.
    With ``--orders K`` in place of ``--seeds``: every case of the pool is
-   replayed once, at seed 0 (each arm, the twin and each setting), and the
+   replayed once, at seed 0 (``--replay-seed``; each arm, the twin and each setting), and the
    study runs on K orders of that pool, drawn as a sweep at seeds 0..K-1 draws
    them (``block_order``), with and without the twin: per setting and variant
    the median (and quartiles) of cases to a decision, the outcomes, the
@@ -670,10 +670,12 @@ def main() -> None:
     parser.add_argument("--server-setting", default="close")
     parser.add_argument("--server-args", default="", help="extra overrides of that study")
     parser.add_argument("--orders", type=int, default=0, help="replay every case of the pool "
-                        "once (seed 0) and run the study on this many orders of it (seeds "
+                        "once (at --replay-seed) and run the study on this many orders of it (seeds "
                         "0..K-1), in place of --seeds")
+    parser.add_argument("--replay-seed", type=int, default=0, help="--orders: the seed the "
+                        "pool is replayed at")
     parser.add_argument("--chunk", type=int, default=0, help="--orders: cases a replay job runs "
-                        "(a block of seed 0's order; default --block), the cache's unit")
+                        "(a block of the replay seed's order; default --block), the cache's unit")
     parser.add_argument("--cache", type=Path, default=CACHE, help="where replays are kept")
     parser.add_argument("--cache-commit", default="", help="read (and write) the replays kept "
                         "for this commit (default: the last commit that changed the replay code, "
@@ -702,8 +704,9 @@ def main() -> None:
                                                                      plain_t=ns.plain_t)}
     if ns.orders:
         out["orders"] = orders_study(ns.orders, ns.cases, ns.chunk or ns.block, ns.block,
-                                     ns.workers, departures, variants, cache=ns.cache,
-                                     commit=ns.cache_commit or None, cached_only=ns.from_cache)
+                                     ns.workers, departures, variants, seed=ns.replay_seed,
+                                     cache=ns.cache, commit=ns.cache_commit or None,
+                                     cached_only=ns.from_cache)
     elif not ns.skip_replays:
         out["replays"] = replays(list(range(ns.seeds)), ns.cases, ns.block, ns.workers, departures,
                                  variants, ns.cache, ns.cache_commit or None)
