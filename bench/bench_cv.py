@@ -24,9 +24,10 @@ verdict stays valid, against how good a predictor it is.
    and the model calls and dollars (the departing model is billed per call
    like a paid one) to the verdicts.
    With ``--orders K`` in place of ``--seeds``: every case of the pool is
-   replayed once, at seed 0 (``--replay-seed``; each arm, the twin and each setting), and the
-   study runs on K orders of that pool, drawn as a sweep at seeds 0..K-1 draws
-   them (``block_order``), with and without the twin: per setting and variant
+   replayed once, at seed 0 (``--replay-seed``; each arm, the twin and each
+   setting), and the study runs on K orders of that pool, drawn as a sweep
+   at seeds 0..K-1 draws them (``block_order``), with and without the twin:
+   per setting and variant
    the median (and quartiles) of cases to a decision, the outcomes, the
    effective sample multiplier per gated metric at the first look (median over
    the orders) and the calls and dollars to the verdicts. K orders of one
@@ -41,7 +42,8 @@ and ``--from-cache`` reruns the study from the kept replays alone (with
 ``--cache-commit`` naming replays kept at another commit). Where not every
 chunk is replayed for every setting, the study runs on the longest run of
 whole chunks, and says so. Numbers from replays are the simulated (or
-departing) model's. Writes bench/results/cv.json (cv-orders.json, ...).
+departing) model's. Writes bench/results/cv.json (cv-orders.json,
+cv-orders-seed<S>.json, ...).
 """
 
 from __future__ import annotations
@@ -711,7 +713,8 @@ def main() -> None:
         out["replays"] = replays(list(range(ns.seeds)), ns.cases, ns.block, ns.workers, departures,
                                  variants, ns.cache, ns.cache_commit or None)
     out["seconds"] = time.perf_counter() - t0
-    save("cv" + ("-orders" if ns.orders and ns.skip_simulation else "-replays"
+    save("cv" + ((f"-orders-seed{ns.replay_seed}" if ns.replay_seed else "-orders")
+                 if ns.orders and ns.skip_simulation else "-replays"
                  if ns.skip_simulation else "-simulation" if ns.skip_replays else "")
          + ("-t" if ns.plain_t else ""), out)
 
