@@ -149,8 +149,11 @@ def code_commit() -> str:
         return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
                               check=True).stdout.strip()
 
-    dirty = git("status", "--porcelain", "--", *REPLAY_CODE)
-    return git("log", "-1", "--format=%H", "--", *REPLAY_CODE)[:12] + ("-dirty" if dirty else "")
+    try:
+        dirty = git("status", "--porcelain", "--", *REPLAY_CODE)
+        return git("log", "-1", "--format=%H", "--", *REPLAY_CODE)[:12] + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unversioned"  # not a git checkout: one cache, cleared by hand
 
 
 def cache_path(cache: Path, commit: str, job: tuple) -> Path:
