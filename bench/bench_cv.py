@@ -1,7 +1,7 @@
 """The simulated replay as a control variate: what it buys and whether the
 verdict stays valid, against how good a predictor it is.
 
-    python bench/bench_cv.py [--studies 2000] [--first-look 20000] [--cases 80] [--seeds 1] [--quick]
+    python bench/bench_cv.py [--studies 2000] [--first-look 20000] [--cases 80] [--seeds 1 | --orders K] [--quick]
 
 1. Simulated studies (known truth; ``--studies`` per row;
    silas_exp/stats/coverage.py's ``cv_table``): the sequential design of the
@@ -28,8 +28,27 @@ verdict stays valid, against how good a predictor it is.
    look), with and without the twin: each variant's verdict and cases used,
    and the model calls and dollars (the departing model is billed per call
    like a paid one) to the verdicts.
-Numbers from replays are the simulated (or departing) model's. Writes
-bench/results/cv.json.
+   With ``--orders K`` in place of ``--seeds``: every case of the pool is
+   replayed once, at seed 0 (``--replay-seed``; each arm, the twin and each
+   setting), and the study runs on K orders of that pool, drawn as a sweep
+   at seeds 0..K-1 draws them (``block_order``), with and without the twin:
+   per setting and variant
+   the median (and quartiles) of cases to a decision, the outcomes, the
+   effective sample multiplier per gated metric at the first look (median over
+   the orders) and the calls and dollars to the verdicts. K orders of one
+   seed's replays, not K seeds: a case's own noise under another seed is not
+   in them. "identical" is replayed last; until it is, the twin's replays
+   stand for it (its answers are the simulator's: the bench counts the case
+   replays where they differ) without its billing.
+Replays are kept in bench/results/cv-cache/<commit>/ (``--cache``), one file a
+replay job (seed, setting, arm, pool cases, chunk), keyed by the last commit
+that changed the replay code; a run stopped part way resumes where it stopped,
+and ``--from-cache`` reruns the study from the kept replays alone (with
+``--cache-commit`` naming replays kept at another commit). Where not every
+chunk is replayed for every setting, the study runs on the longest run of
+whole chunks, and says so. Numbers from replays are the simulated (or
+departing) model's. Writes bench/results/cv.json (cv-orders.json,
+cv-orders-seed<S>.json, ...).
 """
 
 from __future__ import annotations
@@ -37,6 +56,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -45,7 +65,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from _results import save  # bench/ helper
+from _results import RESULTS, save  # bench/ helper
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -103,23 +123,101 @@ def simulate(studies: int, first_look: int, pool: int = 320, block: int = 40,
 
 
 # -- 2. replays ---------------------------------------------------------------------------
+CACHE = Path(os.environ.get("SILAS_BENCH_RESULTS") or RESULTS) / "cv-cache"  # beside the figures
+# what a replay's per-case results are made of: a change here is another cache
+REPLAY_CODE = ("silas_exp", "conf", "suites", "tests/fakes", "pyproject.toml")
+
+
+def code_commit() -> str:
+    """The last commit that changed the replay code (``-dirty`` if the working
+    tree's replay code differs from it): a commit elsewhere (bench/, docs/)
+    keeps the replays made before it."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    try:
+        dirty = git("status", "--porcelain", "--", *REPLAY_CODE)
+        return git("log", "-1", "--format=%H", "--", *REPLAY_CODE)[:12] + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unversioned"  # not a git checkout: one cache, cleared by hand
+
+
+def cache_path(cache: Path, commit: str, job: tuple) -> Path:
+    """Where one replay job's per-case results are kept: keyed by the commit, the
+    seed, the setting, the arm, the pool's cases and which chunk of them."""
+    seed, setting, _, arm, cases, chunk, index = job
+    return (cache / commit / f"seed{seed}" / setting / arm.replace("=", "_")
+            / f"n{cases}-c{chunk}-{index}.json")
+
+
 def _replay(args: tuple) -> tuple:
-    """One arm on the first ``cases`` cases of the pool: per-case rows and statuses."""
-    seed, setting, departure, arm, cases = args
+    """One arm on chunk ``index`` of the pool's first ``cases`` cases (chunks of
+    ``chunk`` cases in the seed's order, as a sequential study's blocks): per-case
+    rows and statuses."""
+    seed, setting, departure, arm, cases, chunk, index = args
     from silas_exp.analysis.data import job_data
     from silas_exp.config import compose_config
     from silas_exp.run.job import make_job, run_job
     from tests.fakes.departing import departing_overrides
 
     extra = [] if departure is None else departing_overrides(departure)
+    blocks = [f"cases_per_block={chunk}", f"block={index}"] if chunk < cases else \
+        ["cases_per_block=null"]
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = compose_config([f"seed={seed}", "repeat=0", "cases_per_block=null",
+        cfg = compose_config([f"seed={seed}", "repeat=0", *blocks,
                               f"suite.max_cases={cases}", "tracking=none", "llm.cache_mode=off",
                               f"paths.cache={tmp}/cache", arm, *extra])
         t0 = time.perf_counter()
         out = run_job(cfg, make_job(cfg, arm), Path(tmp) / "job")
         job = job_data(arm, 0, out.metrics, list(out.results()))
-        return seed, setting, arm, job.cases, job.status, time.perf_counter() - t0
+        return args, job.cases, job.status, time.perf_counter() - t0
+
+
+def replay_jobs(jobs: list[tuple], workers: int, cache: Path, commit: str,
+                cached_only: bool = False) -> tuple[dict, dict]:
+    """Every job's (rows, status), read from the cache where it is there, else
+    replayed (in the order given, ``workers`` at a time) and written to the cache
+    as each finishes, so a run stopped part way resumes where it stopped.
+    ``cached_only``: nothing is replayed; a job not in the cache is left out."""
+    import json
+
+    got, counts = {}, {"cached": 0, "replayed": 0, "missing": 0, "replay_seconds": 0.0}
+    todo = []
+    for job in jobs:
+        path = cache_path(cache, commit, job)
+        if path.exists():
+            kept = json.loads(path.read_text())
+            got[job] = (kept["cases"], kept["status"])
+            counts["cached"] += 1
+        elif cached_only:
+            counts["missing"] += 1
+        else:
+            todo.append(job)
+    if todo:
+        from concurrent.futures import as_completed
+
+        print(f"  replaying {len(todo)} job(s), {counts['cached']} from the cache "
+              f"({cache / commit})", flush=True)
+        with ProcessPoolExecutor(workers) as ex:
+            for fut in as_completed([ex.submit(_replay, j) for j in todo]):
+                job, rows, status, secs = fut.result()
+                path = cache_path(cache, commit, job)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                part = path.with_suffix(f".{os.getpid()}.part")
+                part.write_text(json.dumps({"job": list(job), "seconds": secs, "cases": rows,
+                                            "status": status}))
+                part.replace(path)  # whole or absent: a killed run leaves no half entry
+                got[job] = (rows, status)
+                counts["replayed"] += 1
+                counts["replay_seconds"] += secs
+                seed, setting, _, arm, _, _, index = job
+                print(f"  replayed seed {seed} {setting:10s} {arm:16s} chunk {index} "
+                      f"{len(rows):4d} cases {secs:6.1f} s  [{counts['replayed']}/{len(todo)}]",
+                      flush=True)
+    return got, counts
 
 
 def study(paid: dict, twin: dict | None, order: list[str], block: int, settings) -> dict:
@@ -165,25 +263,26 @@ def _spend(paid: dict, order: list[str], used: dict[str, int]) -> tuple[float, f
 
 
 def replays(seeds: list[int], cases: int, block: int, workers: int, departures: dict,
-            variants: tuple[str, ...] = VARIANTS) -> dict:
+            variants: tuple[str, ...] = VARIANTS, cache: Path = CACHE,
+            commit: str | None = None) -> dict:
     from silas_exp.config import compose_config
     from silas_exp.data.suites.blocks import block_order
     from silas_exp.metrics.registry import gated_for
     from silas_exp.stats.control_variate import corrected_mean as cv_mean
 
     arms = (CONTROL, *variants)
-    jobs = [(s, "simulated", None, a, cases) for s in seeds for a in arms]
+    jobs = [(s, "simulated", None, a, cases, cases, 0) for s in seeds for a in arms]
     # identical too: the departing model at 0 answers as the simulator, but is billed
-    jobs += [(s, name, d, a, cases) for s in seeds for name, d in departures.items() for a in arms]
+    jobs += [(s, name, d, a, cases, cases, 0) for s in seeds for name, d in departures.items()
+             for a in arms]
     t0 = time.perf_counter()
     got: dict = {}
-    with ProcessPoolExecutor(workers) as ex:
-        for seed, setting, arm, rows, status, secs in ex.map(_replay, jobs):
-            got.setdefault((seed, setting), {})[arm] = (rows, status)
-            print(f"  replayed seed {seed} {setting:10s} {arm:16s} {secs:6.1f} s", flush=True)
+    done, counts = replay_jobs(jobs, workers, cache, commit or code_commit())
+    for (seed, setting, _, arm, *_), kept in done.items():
+        got.setdefault((seed, setting), {})[arm] = kept
     settings = compose_config([]).analysis.model_copy(update={"n_resamples": 1000})
     out: dict = {"seeds": seeds, "cases": cases, "block": block,
-                 "replay_seconds": time.perf_counter() - t0, "settings": {}}
+                 "replay_seconds": time.perf_counter() - t0, "replay_jobs": counts, "settings": {}}
     for name, d in departures.items():
         per_seed, corr, mult = [], {}, {}
         for seed in seeds:
@@ -195,15 +294,10 @@ def replays(seeds: list[int], cases: int, block: int, workers: int, departures: 
                 for metric in gated_for("replay"):
                     if metric == "summary.error":
                         continue
-                    y = np.array([paid[v][0][c].get(metric, np.nan)
-                                  - paid[CONTROL][0][c].get(metric, np.nan) for c in order])
-                    x = np.array([twin[v][0][c].get(metric, np.nan)
-                                  - twin[CONTROL][0][c].get(metric, np.nan) for c in order])
-                    ok = ~(np.isnan(x) | np.isnan(y))
+                    yo, xo = _pairs(paid, twin, order, v, metric)
                     key = f"{v}/{metric}"
-                    if ok.sum() > 3 and np.std(x[ok]) > 0 and np.std(y[ok]) > 0:
-                        corr.setdefault(key, []).append(float(np.corrcoef(x[ok], y[ok])[0, 1]))
-                    yo, xo = y[ok], x[ok]
+                    if len(yo) > 3 and np.std(xo) > 0 and np.std(yo) > 0:
+                        corr.setdefault(key, []).append(float(np.corrcoef(xo, yo)[0, 1]))
                     if len(yo) > block + 2 and np.std(yo[:block]) > 0:
                         mult.setdefault(key, []).append(
                             cv_mean(yo[:block], xo[:block], xo[block:]).multiplier)
@@ -234,6 +328,208 @@ def replays(seeds: list[int], cases: int, block: int, workers: int, departures: 
                 + f"; calls {s['calls']['without']:.0f} / {s['calls']['with']:.0f}, "
                 f"${s['usd']['without']:.2f} / ${s['usd']['with']:.2f}")
     return out
+
+
+def _pairs(paid: dict, twin: dict, order: list[str], variant: str, metric: str):
+    """The paid and the twin's per-case differences (variant − control) on ``order``,
+    the cases where both are known."""
+    y = np.array([paid[variant][0][c].get(metric, np.nan)
+                  - paid[CONTROL][0][c].get(metric, np.nan) for c in order])
+    x = np.array([twin[variant][0][c].get(metric, np.nan)
+                  - twin[CONTROL][0][c].get(metric, np.nan) for c in order])
+    ok = ~(np.isnan(x) | np.isnan(y))
+    return y[ok], x[ok]
+
+
+def _same_as_twin(paid: dict, twin: dict) -> dict:
+    """Whether the departing model's replays equal the twin's on every case both
+    hold, wall-clock latency and the model-call accounting left out (the
+    simulated backend records no per-case ``llm.*``)."""
+    def strip(row: dict) -> dict:
+        return {k: v for k, v in row.items() if k != "latency_ms" and not k.startswith("llm.")}
+
+    compared = differ = 0
+    for arm, (rows, status) in paid.items():
+        for c, row in rows.items():
+            if c in twin.get(arm, ({}, {}))[0]:
+                compared += 1
+                differ += strip(row) != strip(twin[arm][0][c]) or status[c] != twin[arm][1][c]
+    return {"cases_compared": compared, "cases_differing": differ}
+
+
+def orders_study(orders: int, cases: int, chunk: int, block: int, workers: int,
+                 departures: dict, variants: tuple[str, ...] = VARIANTS, seed: int = 0,
+                 cache: Path = CACHE, commit: str | None = None,
+                 cached_only: bool = False) -> dict:
+    """Every case of the pool replayed once at ``seed`` (each arm, the twin and each
+    departing setting), then the sequential study on ``orders`` orders of that
+    pool (drawn as a sweep at seeds 0..orders−1 draws them), with and without the
+    twin. The orders share one seed's replays: what varies is which cases come
+    first, not each case's own noise under another seed."""
+    from collections import Counter
+
+    from silas_exp.config import compose_config
+    from silas_exp.data.suites.blocks import block_order, n_blocks
+    from silas_exp.metrics.registry import gated_for
+    from silas_exp.stats.control_variate import corrected_mean as cv_mean
+    from silas_exp.study.loop import study_pool
+
+    commit = commit or code_commit()
+    arms = (CONTROL, *variants)
+    chunks = n_blocks(cases, chunk)
+    # the twin and the departing settings chunk by chunk, so that a prefix of the
+    # pool is complete for every setting as early as possible; "identical" last:
+    # its answers are the twin's (checked below), only its billing is its own
+    named = [("simulated", None), *((k, d) for k, d in departures.items() if d != 0.0),
+             *((k, d) for k, d in departures.items() if d == 0.0)]
+    first = [(seed, k, d, a, cases, chunk, i) for i in range(chunks) for k, d in named
+             if d != 0.0 for a in arms]
+    last = [(seed, k, d, a, cases, chunk, i) for i in range(chunks) for k, d in named
+            if d == 0.0 for a in arms]
+    got, counts = replay_jobs(first + last, workers, cache, commit, cached_only)
+    needed = [k for k, d in named if d != 0.0]
+    use: list[int] = []  # the longest run of chunks 0, 1, ... that every setting has
+    while len(use) < chunks and all((seed, k, d, a, cases, chunk, len(use)) in got
+                                    for k, d in named if k in needed for a in arms):
+        use.append(len(use))
+    if not use:
+        raise SystemExit(f"--orders: no chunk of the pool's {cases} cases (chunks of {chunk}) is "
+                         f"replayed for every setting under {cache / commit}; run without "
+                         "--from-cache to replay them, or name the commit the cache was made at "
+                         "with --cache-commit")
+
+    def merged(setting: str, d: float | None) -> dict | None:
+        if not all((seed, setting, d, a, cases, chunk, i) in got for a in arms for i in use):
+            return None
+        out = {}
+        for a in arms:
+            rows, status = {}, {}
+            for i in use:
+                r, s = got[(seed, setting, d, a, cases, chunk, i)]
+                rows.update(r)
+                status.update(s)
+            out[a] = (rows, status)
+        return out
+
+    twin = merged("simulated", None)
+    pool_ids = set(twin[CONTROL][0])
+    ids = [c for c in study_pool(compose_config([]).suite.path, cases).ids if c in pool_ids]
+    settings = compose_config([]).analysis.model_copy(update={"n_resamples": 1000})
+    out: dict = {"seed": seed, "orders": orders, "pool_cases": cases, "chunk": chunk,
+                 "chunks_used": len(use), "chunks": chunks, "cases_used": len(ids),
+                 "block": block, "commit": commit, "replay_jobs": counts, "settings": {}}
+    if len(ids) < cases:
+        print(f"  only {len(use)} of {chunks} chunks are replayed for every setting: the study "
+              f"runs on those {len(ids)} cases (seed {seed}'s first {len(use)} blocks of "
+              f"{chunk}), not the pool's {cases}", flush=True)
+    draws = [[ids[i] for i in block_order(len(ids), k)] for k in range(orders)]
+    for name, d in named:
+        if name == "simulated":
+            continue
+        paid, twin_spend = merged(name, d), True
+        if paid is None and d == 0.0:
+            paid, twin_spend = twin, False  # answers checked equal; no per-case billing
+        if paid is None:
+            continue
+        row: dict = {"departure": d, "own_replays": twin_spend, "variants": {}}
+        if d == 0.0 and twin_spend:
+            row["same_as_twin"] = _same_as_twin(paid, twin)
+        runs = []
+        for order in draws:
+            without = study(paid, None, order, block, settings)
+            with_cv = study(paid, twin, order, block, settings)
+            runs.append({"without": without, "with": with_cv, "spend": {
+                k: _spend(paid, order, {v: u for v, (_, u) in r.items()}) if twin_spend else None
+                for k, r in (("without", without), ("with", with_cv))}})
+        for v in variants:
+            figures: dict = {}
+            for k in ("without", "with"):
+                used = [r[k][v][1] for r in runs]
+                q1, med, q3 = np.percentile(used, [25, 50, 75])
+                figures[k] = {"median_cases": float(med), "iqr": [float(q1), float(q3)],
+                              "outcomes": dict(Counter(r[k][v][0] for r in runs))}
+            corr, mult = {}, {}
+            for metric in gated_for("replay"):
+                if metric == "summary.error":
+                    continue
+                y, x = _pairs(paid, twin, ids, v, metric)
+                if len(y) > 3 and np.std(x) > 0 and np.std(y) > 0:
+                    corr[metric] = float(np.corrcoef(x, y)[0, 1])
+                per = []
+                for order in draws:  # each order's first block paid, the rest not
+                    y, x = _pairs(paid, twin, order, v, metric)
+                    if len(y) > block + 2 and np.std(y[:block]) > 0:
+                        per.append(cv_mean(y[:block], x[:block], x[block:]).multiplier)
+                if per:
+                    mult[metric] = float(np.median(per))
+            row["variants"][v] = {**figures, "correlation": corr, "multiplier_first_look": mult}
+        for k in ("without", "with"):
+            spent = [r["spend"][k] for r in runs if r["spend"][k] is not None]
+            row[f"{k}_spend"] = None if not spent else {
+                "median_calls": float(np.median([c for c, _ in spent])),
+                "median_usd": float(np.median([u for _, u in spent]))}
+        out["settings"][name] = row
+        _print_orders_row(name, row, variants, block)
+    print(orders_table(out), flush=True)
+    return out
+
+
+def _print_orders_row(name: str, row: dict, variants: tuple[str, ...], block: int) -> None:
+    print(f"{name} (departure {row['departure']:g})"
+          + ("" if row["own_replays"] else ": the twin's replays (answers equal), no billing")
+          + (f"; equal to the twin on {row['same_as_twin']['cases_compared'] - row['same_as_twin']['cases_differing']}"
+             f" of {row['same_as_twin']['cases_compared']} case replays" if "same_as_twin" in row
+             else ""), flush=True)
+    for v in variants:
+        f = row["variants"][v]
+        print(f"    {v:16s} cases median (IQR) without {f['without']['median_cases']:.0f} "
+              f"({f['without']['iqr'][0]:.0f}-{f['without']['iqr'][1]:.0f}) {f['without']['outcomes']}"
+              f" / with {f['with']['median_cases']:.0f} ({f['with']['iqr'][0]:.0f}-"
+              f"{f['with']['iqr'][1]:.0f}) {f['with']['outcomes']}")
+        for metric in sorted(f["multiplier_first_look"]):
+            print(f"        {metric:36s} rho {f['correlation'].get(metric, math.nan):+.2f}  "
+                  f"multiplier@{block} {f['multiplier_first_look'][metric]:.2f}")
+    for k in ("without", "with"):
+        sp = row[f"{k}_spend"]
+        if sp:
+            print(f"    {k} the twin: median {sp['median_calls']:,.0f} calls, "
+                  f"${sp['median_usd']:.2f} to the verdicts")
+
+
+def orders_table(out: dict) -> str:
+    """The --orders figures as docs/analysis.md's table (markdown)."""
+    short = {"context.retrieval_relevance": "relevance", "context.tokens_per_served_need":
+             "tokens/need", "ir.ndcg_at_10": "nDCG@10", "summary.pass": "pass"}
+
+    def cases(f: dict) -> str:
+        return f"{f['median_cases']:.0f} ({f['iqr'][0]:.0f}–{f['iqr'][1]:.0f})"
+
+    def outcomes(f: dict) -> str:
+        return ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in sorted(f["outcomes"].items()))
+
+    def spend(row: dict) -> str:
+        w, c = row["without_spend"], row["with_spend"]
+        if w is None or c is None:
+            return "not billed (the twin's replays)"
+        return (f"{w['median_calls']:,.0f} / {c['median_calls']:,.0f}, "
+                f"${w['median_usd']:.2f} / ${c['median_usd']:.2f}")
+
+    lines = [f"| setting (departure) | variant | cases to a decision, median (quartiles): without "
+             f"/ with the twin | outcomes over the {out['orders']} orders: without / with | ρ over "
+             f"the {out['cases_used']} cases | multiplier at {out['block']} of "
+             f"{out['cases_used']} cases (median over the orders) | calls, $ to the verdicts "
+             "(median): without / with |",
+             "|---|---|---|---|---|---|---|"]
+    for name, row in sorted(out["settings"].items(), key=lambda kv: kv[1]["departure"]):
+        for i, (v, f) in enumerate(row["variants"].items()):
+            corr = ", ".join(f"{short.get(m, m)} {r:+.2f}" for m, r in f["correlation"].items())
+            mult = ", ".join(f"{short.get(m, m)} {x:.2f}"
+                             for m, x in f["multiplier_first_look"].items())
+            lines.append(f"| {name} ({row['departure']:g}) | {v.split('=')[-1]} | "
+                         f"{cases(f['without'])} / {cases(f['with'])} | {outcomes(f['without'])} / "
+                         f"{outcomes(f['with'])} | {corr} | {mult} | "
+                         f"{spend(row) if i == 0 else '″'} |")
+    return "\n".join(lines)
 
 
 # -- 3. judge repeats where the grade is unstable -------------------------------------------
@@ -369,6 +665,19 @@ def main() -> None:
                         "fake Messages API server, with and without the twin (e.g. 0,1)")
     parser.add_argument("--server-setting", default="close")
     parser.add_argument("--server-args", default="", help="extra overrides of that study")
+    parser.add_argument("--orders", type=int, default=0, help="replay every case of the pool "
+                        "once (at --replay-seed) and run the study on this many orders of it (seeds "
+                        "0..K-1), in place of --seeds")
+    parser.add_argument("--replay-seed", type=int, default=0, help="--orders: the seed the "
+                        "pool is replayed at")
+    parser.add_argument("--chunk", type=int, default=0, help="--orders: cases a replay job runs "
+                        "(a block of the replay seed's order; default --block), the cache's unit")
+    parser.add_argument("--cache", type=Path, default=CACHE, help="where replays are kept")
+    parser.add_argument("--cache-commit", default="", help="read (and write) the replays kept "
+                        "for this commit (default: the last commit that changed the replay code, "
+                        "-dirty if the working tree changes it)")
+    parser.add_argument("--from-cache", action="store_true", help="--orders: replay nothing; "
+                        "the study on the replays in the cache")
     parser.add_argument("--quick", action="store_true",
                         help="CI smoke: 20 studies; weights only, 8 cases in blocks of 4, two settings")
     ns = parser.parse_args()
@@ -390,11 +699,18 @@ def main() -> None:
         return
     out: dict = {} if ns.skip_simulation else {"simulation": simulate(
         ns.studies, ns.first_look, interval=ungated if ns.ungated else None)}
-    if not ns.skip_replays:
+    if ns.orders:
+        out["orders"] = orders_study(ns.orders, ns.cases, ns.chunk or ns.block, ns.block,
+                                     ns.workers, departures, variants, seed=ns.replay_seed,
+                                     cache=ns.cache, commit=ns.cache_commit or None,
+                                     cached_only=ns.from_cache)
+    elif not ns.skip_replays:
         out["replays"] = replays(list(range(ns.seeds)), ns.cases, ns.block, ns.workers, departures,
-                                 variants)
+                                 variants, ns.cache, ns.cache_commit or None)
     out["seconds"] = time.perf_counter() - t0
-    save("cv" + ("-replays" if ns.skip_simulation else "-simulation" if ns.skip_replays else "")
+    save("cv" + ((f"-orders-seed{ns.replay_seed}" if ns.replay_seed else "-orders")
+                 if ns.orders and ns.skip_simulation else "-replays"
+                 if ns.skip_simulation else "-simulation" if ns.skip_replays else "")
          + ("-ungated" if ns.ungated else ""), out)
 
 
