@@ -140,3 +140,44 @@ def test_the_schema_is_built_before_the_first_job(tmp_path, monkeypatch):
     engine.dispose()
     manifest = read_manifest(sweep)
     assert manifest is not None and manifest.parent_run_id
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread niceness is Linux's")
+def test_the_upload_is_niced_until_the_sweep_ends_then_not(tmp_path, monkeypatch):
+    """Beside running jobs the upload is niced (the jobs come first); once the
+    sweep has ended, the launching process only waits for it, and the rest is
+    logged at the uploader's own priority."""
+    import os
+    import threading
+
+    from silas_exp.records import SweepEnd, write_manifest, write_sweep_end
+    from tests.tracking.test_manifest_updates import _manifest
+
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    write_manifest(sweep, _manifest(tmp_path))
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    seen: list[tuple[str, int]] = []
+
+    def nice() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def drain(self):
+        seen.append(("drain", nice()))
+        if len(seen) == 1:  # the last job ends, and the sweep with it
+            write_sweep_end(sweep, SweepEnd(status="FINISHED", metrics={"sweep.jobs": 0.0}))
+        return 0
+
+    finish = background.Uploader.finish
+
+    def finishing(self, end):
+        seen.append(("finish", nice()))
+        finish(self, end)
+
+    monkeypatch.setattr(background, "first_job_or_end", lambda *a, **k: True)
+    monkeypatch.setattr(background.Uploader, "drain", drain)
+    monkeypatch.setattr(background.Uploader, "finish", finishing)
+    assert background.run(sweep, os.getppid(), poll_s=0.01, niced=True) == 0
+    assert seen[0] == ("drain", own + background.UPLOADER_NICENESS)
+    assert seen[-1] == ("finish", own) and ("drain", own) in seen
+    assert nice() == own
