@@ -12,12 +12,18 @@ calibrated first) are printed apart and do not count, as in
 ``compare_sweeps.py``. Exit 0 when both agree, 1 when they differ (each
 difference printed).
 
-    python scripts/compare_stores.py sqlite:///A/mlruns/mlflow.db sqlite:///B/mlruns/mlflow.db [--experiment silas-default]
+``--contents``: also each artifact's bytes (a digest) and the order in which
+each run lists its metrics and tags; for two stores logged from the same sweep
+folder (``silas-exp upload`` of one folder into two stores), where the files are
+the same.
+
+    python scripts/compare_stores.py sqlite:///A/mlruns/mlflow.db sqlite:///B/mlruns/mlflow.db [--experiment silas-default] [--contents]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -32,6 +38,7 @@ VOLATILE_TAGS = re.compile(r"^(mlflow\.source\.|mlflow\.user$|mlflow\.parentRunI
                            r"mlflow\.note\.content$|mlflow\.log-model\.history$|silas\.sweep_id$|"
                            r"silas\.git_revision$|silas\.config_hash$)")
 WALL_CLOCK_METRICS = re.compile(r"latency_ms$")
+STORE_NAMING_ARTIFACTS = ("sweep.json",)  # the manifest names its store and run ids: paths only
 
 
 def _clean(value: str, ids: dict[str, str]) -> str:
@@ -40,7 +47,15 @@ def _clean(value: str, ids: dict[str, str]) -> str:
     return value
 
 
-def read(uri: str, experiment: str) -> dict:
+def _digest(client: object, run_id: str, path: str) -> str:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        local = client.download_artifacts(run_id, path, tmp)  # type: ignore[attr-defined]
+        return hashlib.sha256(Path(local).read_bytes()).hexdigest()[:16]
+
+
+def read(uri: str, experiment: str, contents: bool = False) -> dict:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(uri)
@@ -71,6 +86,11 @@ def read(uri: str, experiment: str) -> dict:
                                          "context": [(t.key, t.value) for t in d.tags]}, sort_keys=True)
                              for d in (r.inputs.dataset_inputs if r.inputs else [])),
         }
+        if contents:
+            out[key]["artifact_digests"] = {_clean(a, local): _digest(client, r.info.run_id, a)
+                                            for a in artifacts if a not in STORE_NAMING_ARTIFACTS}
+            out[key]["metric_order"] = list(out[key]["metrics"])
+            out[key]["tag_order"] = list(out[key]["tags"])
     return out
 
 
@@ -91,8 +111,10 @@ def main() -> None:
     parser.add_argument("a")
     parser.add_argument("b")
     parser.add_argument("--experiment", default="silas-default")
+    parser.add_argument("--contents", action="store_true",
+                        help="also artifact bytes and metric/tag order (stores of one sweep folder)")
     ns = parser.parse_args()
-    a, b = read(ns.a, ns.experiment), read(ns.b, ns.experiment)
+    a, b = read(ns.a, ns.experiment, ns.contents), read(ns.b, ns.experiment, ns.contents)
     found, billing = [], []
     for line in diff(a, b):
         metric = re.search(r"/metrics/([^:]+):", line)

@@ -26,9 +26,11 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from silas_exp.errors import RecordError, SilasExpError
 from silas_exp.records import (
@@ -44,6 +46,8 @@ from silas_exp.records import (
 )
 from silas_exp.tracking.jobs import JOB_FILE, log_job_folder, open_job_run
 from silas_exp.tracking.parent import close_parent
+
+T = TypeVar("T")
 
 TRACKED_FILE = ".tracked.json"
 UPLOADER_NICENESS = 10
@@ -78,7 +82,7 @@ def job_end_time(job_dir: Path, result: JobResult) -> float | None:
 
 
 class Uploader:
-    def __init__(self, sweep_dir: Path) -> None:
+    def __init__(self, sweep_dir: Path, schema: Path | None = None) -> None:
         from silas_exp.tracking.store import MlflowStore
 
         self.dir = sweep_dir
@@ -86,7 +90,7 @@ class Uploader:
         if info is None:
             raise RecordError(f"{sweep_dir}: no {MANIFEST_FILE}; pass the folder of a silas_exp sweep")
         self.info = info
-        self.store = MlflowStore(info.tracking_uri, info.artifact_root)
+        self.store = MlflowStore(info.tracking_uri, info.artifact_root, schema)
         self.store.ensure_store()
         info.experiment_id = info.experiment_id or self.store.ensure_experiment(info.experiment_name)
         self.experiment_tags = self.store.experiment_tags(info.experiment_id)
@@ -108,25 +112,34 @@ class Uploader:
                       if d.is_dir() and (d / JOB_FILE).is_file() and not (d / TRACKED_FILE).exists())
 
     def step(self, job_dir: Path) -> bool:
-        """Advance one job folder; True when its run is complete."""
+        """Advance one job folder; True when its run is complete. A job that
+        has ended before its run was opened (the uploader lags behind the
+        jobs) gets its params, metrics and tags in one batch."""
         job = _read(job_dir / JOB_FILE)
         if job is None:
             return False
+        result: JobResult | None = None
+        broken: RecordError | None = None
+        if (job_dir / RESULT_FILE).is_file():
+            try:
+                result = read_job_result(job_dir)
+            except RecordError as exc:  # written atomically: a broken record stays broken
+                broken = exc
+        outcome_logged = job_dir not in self.open_runs and result is not None
         if job_dir not in self.open_runs:
-            self.open_runs[job_dir] = open_job_run(self.store, self.info.experiment_id, job,
-                                                   self.info.parent_run_id, self.experiment_tags)
-        if not (job_dir / RESULT_FILE).is_file():
+            self.open_runs[job_dir] = open_job_run(
+                self.store, self.info.experiment_id, job, self.info.parent_run_id,
+                self.experiment_tags, finished=result.metrics if result is not None else None)
+        if result is None and broken is None:
             return False
         run_id = self.open_runs.pop(job_dir)
-        try:
-            result = read_job_result(job_dir)
-        except RecordError as exc:  # written atomically: a broken record stays broken
-            self.store.log(run_id, tags={"silas.error": str(exc)[:4000]})
+        if result is None:
+            self.store.log(run_id, tags={"silas.error": str(broken)[:4000]})
             self.store.end_run(run_id, "FAILED")
             (job_dir / TRACKED_FILE).write_text(json.dumps({"run_id": run_id, "status": "FAILED"}))
             return True
         log_job_folder(self.store, run_id, job_dir, result.metrics,
-                       job.get("log_case_table", True), job)
+                       job.get("log_case_table", True), job, outcome_logged=outcome_logged)
         status = "FINISHED" if result.finished else "FAILED"
         if status == "FAILED":
             self.store.log(run_id, tags={"silas.error": str(result.error)[:4000]})
@@ -177,12 +190,75 @@ def first_job_or_end(sweep_dir: Path, parent_pid: int | None, poll_s: float = 0.
         time.sleep(poll_s)
 
 
-def run(sweep_dir: Path, parent_pid: int | None, poll_s: float = 0.1) -> int:
-    import silas_exp.tracking.store  # noqa: F401  (mlflow's import, ~1 s, while the sweep starts)
+def _niced_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` in a thread of its own, niced by UPLOADER_NICENESS; this thread
+    keeps its priority. Linux gives each thread its own niceness; elsewhere
+    (or where it cannot be set) the whole process is niced, for good."""
+    outcome: list = []
 
-    if not first_job_or_end(sweep_dir, parent_pid, poll_s):
-        return 0
-    up = Uploader(sweep_dir)
+    def niced() -> None:
+        tid = threading.get_native_id()
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid)
+                           + UPLOADER_NICENESS)
+        except (OSError, AttributeError):  # no per-thread niceness: the process's
+            with contextlib.suppress(OSError):
+                os.nice(UPLOADER_NICENESS)
+        try:
+            outcome.append((True, fn()))
+        except BaseException as exc:  # noqa: BLE001  (raised again in the calling thread)
+            outcome.append((False, exc))
+
+    if not sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            os.nice(UPLOADER_NICENESS)
+        return fn()
+    thread = threading.Thread(target=niced, name="upload-beside-jobs")
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+def run(sweep_dir: Path, parent_pid: int | None, poll_s: float = 0.1, niced: bool = False) -> int:
+    """Upload the sweep until it has ended (its ``sweep.done``) and every job is
+    logged. ``niced`` (beside a running sweep): the jobs come first, so until
+    the sweep has ended the upload runs niced: on a busy machine it lags and
+    catches up instead of slowing every job. Once the sweep has ended, the
+    launching process only waits for it: what is left is logged at the
+    uploader's own priority (a niced process could not undo its niceness)."""
+    if niced:
+        up = _niced_thread(lambda: _upload(sweep_dir, parent_pid, poll_s, until_end=True))
+    else:
+        up = _upload(sweep_dir, parent_pid, poll_s, until_end=False)
+    return up if isinstance(up, int) else _upload_rest(up, sweep_dir, parent_pid, poll_s)
+
+
+def _upload(sweep_dir: Path, parent_pid: int | None, poll_s: float,
+            until_end: bool) -> Uploader | int:
+    """From the first job on: the uploader, returned as soon as the sweep's end
+    is seen (``until_end``), else the exit code once all is logged."""
+    # mlflow's import (~1 s) and a new store's schema (~2.5 s of CPU), while the sweep starts
+    from silas_exp.tracking.store import schema_ahead
+
+    info = read_manifest(sweep_dir)
+    with schema_ahead(info.tracking_uri if info is not None else "") as schema:
+        if not first_job_or_end(sweep_dir, parent_pid, poll_s):
+            return 0
+        up = Uploader(sweep_dir, schema)
+    if until_end:
+        while read_sweep_end(sweep_dir) is None:
+            if parent_pid is not None and os.getppid() != parent_pid:
+                return up
+            if not up.drain():
+                time.sleep(poll_s)
+        return up
+    return _upload_rest(up, sweep_dir, parent_pid, poll_s)
+
+
+def _upload_rest(up: Uploader, sweep_dir: Path, parent_pid: int | None, poll_s: float) -> int:
     while True:
         end = read_sweep_end(sweep_dir)
         progressed = up.drain()
@@ -203,14 +279,9 @@ def main() -> None:
     parser.add_argument("sweep_dir", type=Path)
     parser.add_argument("--parent-pid", type=int, default=None)
     args = parser.parse_args()
-    if args.parent_pid is not None:
-        # beside a running sweep, the jobs come first: on a busy machine the upload
-        # lags and catches up, instead of slowing every job (the sweep waits for it
-        # only at its end)
-        with contextlib.suppress(OSError):
-            os.nice(UPLOADER_NICENESS)
     try:
-        code = run(args.sweep_dir, args.parent_pid)
+        # beside a running sweep (--parent-pid), niced until the sweep has ended
+        code = run(args.sweep_dir, args.parent_pid, niced=args.parent_pid is not None)
     except SilasExpError as exc:
         print(f"error: {exc}", file=sys.stderr)
         code = exc.exit_code

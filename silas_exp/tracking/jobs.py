@@ -135,8 +135,12 @@ def write_job_file(out_dir: Path, payload: dict[str, Any]) -> None:
 
 
 def open_job_run(store: MlflowStore, experiment_id: str, payload: dict[str, Any],
-                 parent_run_id: str | None, experiment_tags: dict[str, str]) -> str:
-    """Create a job's run with its own start time, params and dataset input."""
+                 parent_run_id: str | None, experiment_tags: dict[str, str],
+                 finished: dict[str, float] | None = None) -> str:
+    """Create a job's run with its own start time, params and dataset input.
+    ``finished``: the metrics of a job that has already ended, logged with its
+    params in the same batch (``log_job_folder(..., outcome_logged=True)`` then
+    logs the rest)."""
     tags = dict(payload["tags"])
     base = experiment_tags.get(baseline_key(tags.get("silas.suite", "")))
     if base:
@@ -144,7 +148,8 @@ def open_job_run(store: MlflowStore, experiment_id: str, payload: dict[str, Any]
     tags["mlflow.note.content"] = payload.get("description", "")
     run_id = store.start_run(experiment_id, payload["run_name"], tags, parent_run_id,
                              start_time=payload.get("started_at"))
-    store.log(run_id, params=payload["params"])
+    metrics, outcome_tags = job_outcome(finished, payload) if finished is not None else ({}, {})
+    store.log(run_id, params=payload["params"], metrics=metrics, tags=outcome_tags)
     if payload.get("dataset"):
         store.log_dataset(run_id, payload["dataset"])
     return run_id
@@ -225,12 +230,10 @@ class JobTracker:
 ARTIFACT_FILES = (RESULT_FILE, CASES_FILE, "feedback.sqlite", "calibration.json")
 
 
-def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict[str, float],
-                   log_case_table: bool, payload: dict[str, Any] | None = None) -> None:
-    """Log a finished job's metrics, per-case table (read from its results file,
-    in chunks), artifacts and (tracing on) model-call traces from its folder;
-    complete the run's description."""
-    payload = payload or {}
+def job_outcome(metrics: dict[str, float], payload: dict[str, Any]
+                ) -> tuple[dict[str, float], dict[str, str]]:
+    """A finished job's metrics and tags as its run shows them (the tags complete
+    its description)."""
     pass_rate = metrics.get("summary.pass_rate")
     tags = {"silas.pass_rate": f"{pass_rate:.3f}"} if pass_rate is not None else {}
     if "judge.low_agreement" in metrics:
@@ -238,7 +241,20 @@ def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict
     if payload.get("description"):
         tags["mlflow.note.content"] = payload["description"] + "\n\n" + outcome_line(
             metrics, payload)
-    store.log(run_id, metrics=shown_metrics(metrics, payload.get("gate")), tags=tags)
+    return shown_metrics(metrics, payload.get("gate")), tags
+
+
+def log_job_folder(store: MlflowStore, run_id: str, out_dir: Path, metrics: dict[str, float],
+                   log_case_table: bool, payload: dict[str, Any] | None = None,
+                   outcome_logged: bool = False) -> None:
+    """Log a finished job's metrics, per-case table (read from its results file,
+    in chunks), artifacts and (tracing on) model-call traces from its folder;
+    complete the run's description. ``outcome_logged``: its metrics and tags
+    went with its params (``open_job_run(..., finished=...)``)."""
+    payload = payload or {}
+    if not outcome_logged:
+        shown, tags = job_outcome(metrics, payload)
+        store.log(run_id, metrics=shown, tags=tags)
     if log_case_table and (out_dir / RESULT_FILE).is_file():
         for name, table in case_tables(out_dir):
             store.log_table(run_id, table, name)

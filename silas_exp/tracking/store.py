@@ -13,9 +13,11 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -101,20 +103,19 @@ class _WriteLock:
         raise AssertionError("unreachable")
 
 
-def _create_sqlite_store(db: Path) -> None:
-    """Build a new SQLite store's schema (MLflow's own tables and migrations) in a
-    temporary file without a sync per statement, sync it once, then link it into
-    place. MLflow would otherwise commit each of its ~60 migrations with an
-    fsync: 2-6 s on a busy disk, before the first run can be written. Left to
-    MLflow when its private helper is not there."""
+def build_sqlite_schema(path: Path) -> bool:
+    """Build a new SQLite store's schema (MLflow's own tables and migrations) in
+    ``path`` without a sync per statement, then sync it once. MLflow would
+    otherwise commit each of its ~60 migrations with an fsync: 2-6 s on a busy
+    disk, before the first run can be written. False (nothing built) when
+    MLflow's private helper is not there: MLflow then builds the store itself."""
     import sqlalchemy
 
     try:
         from mlflow.store.db.utils import _initialize_tables
     except ImportError:
-        return
-    tmp = db.with_name(f".{db.name}.{os.getpid()}.new")
-    engine = sqlalchemy.create_engine(f"sqlite:///{tmp}")
+        return False
+    engine = sqlalchemy.create_engine(f"sqlite:///{path}")
 
     @sqlalchemy.event.listens_for(engine, "connect")
     def _no_sync(dbapi_connection: Any, _record: Any) -> None:
@@ -125,19 +126,56 @@ def _create_sqlite_store(db: Path) -> None:
 
     try:
         _initialize_tables(engine)
+    finally:
         engine.dispose()
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+    return True
+
+
+@contextlib.contextmanager
+def schema_ahead(uri: str) -> Iterator[Path | None]:
+    """A new store's schema, built now in a temporary folder, for a SQLite
+    store that does not exist yet (else None): the background uploader builds
+    it (~2.5 s of CPU) while the sweep starts, and hands it to ``MlflowStore``
+    once the first job has started; nothing of it is left behind."""
+    db = _sqlite_path(uri)
+    if db is None or db.exists() or db.name == ":memory:" or "?" in uri:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="silas-schema-") as tmp:
+        schema = Path(tmp) / "mlflow.db"
+        try:
+            built = build_sqlite_schema(schema)
+        except Exception:  # noqa: BLE001  (MlflowStore builds the store itself then)
+            built = False
+        yield schema if built else None
+
+
+def _create_sqlite_store(db: Path, schema: Path | None = None) -> None:
+    """A new SQLite store: its schema built (``build_sqlite_schema``), or copied
+    from ``schema`` (built ahead), in a temporary file next to it, then linked
+    into place. Left to MLflow when its private helper is not there."""
+    tmp = db.with_name(f".{db.name}.{os.getpid()}.new")
+    try:
+        if schema is not None and schema.is_file():
+            shutil.copyfile(schema, tmp)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+        elif not build_sqlite_schema(tmp):
+            return
         os.link(tmp, db)  # never replaces a store that appeared meanwhile
     except Exception:  # noqa: BLE001  (a store that appeared meanwhile; else MLflow tries itself)
         pass
     finally:
-        engine.dispose()
         tmp.unlink(missing_ok=True)
 
 
 class MlflowStore:
-    def __init__(self, uri: str, artifact_root: str | None = None) -> None:
+    def __init__(self, uri: str, artifact_root: str | None = None,
+                 schema: Path | None = None) -> None:
+        """``schema``: a new store's schema built ahead (``schema_ahead``), used
+        when the SQLite store does not exist yet."""
         self.uri, self.artifact_root = uri, artifact_root_for(uri, artifact_root)
         self.user = permissions.Identity(uri)  # who the server takes this process for
         if permissions.is_server(uri):  # refused credentials: one paragraph now, no retries later
@@ -154,7 +192,7 @@ class MlflowStore:
             if not db.exists() and db.name != ":memory:" and "?" not in uri:
                 with self._lock.held():
                     if not db.exists():
-                        _create_sqlite_store(db)
+                        _create_sqlite_store(db, schema)
         self.client = MlflowClient(tracking_uri=uri)
 
     # -- store and experiment (launching process only) -------------------------
