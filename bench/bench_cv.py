@@ -61,6 +61,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -360,14 +361,14 @@ def _same_as_twin(paid: dict, twin: dict) -> dict:
 def orders_study(orders: int, cases: int, chunk: int, block: int, workers: int,
                  departures: dict, variants: tuple[str, ...] = VARIANTS, seed: int = 0,
                  cache: Path = CACHE, commit: str | None = None,
-                 cached_only: bool = False) -> dict:
+                 cached_only: bool = False, first_order: int = 0) -> dict:
     """Every case of the pool replayed once at ``seed`` (each arm, the twin and each
     departing setting), then the sequential study on ``orders`` orders of that
     pool (drawn as a sweep at seeds 0..orders−1 draws them), with and without the
     twin. The orders share one seed's replays: what varies is which cases come
-    first, not each case's own noise under another seed."""
-    from collections import Counter
-
+    first, not each case's own noise under another seed. ``first_order``: the
+    orders are a sweep's at seeds first_order.. (``over_seeds`` runs each seed's
+    replays on its own order)."""
     from silas_exp.config import compose_config
     from silas_exp.data.suites.blocks import block_order, n_blocks
     from silas_exp.metrics.registry import gated_for
@@ -422,7 +423,8 @@ def orders_study(orders: int, cases: int, chunk: int, block: int, workers: int,
         print(f"  only {len(use)} of {chunks} chunks are replayed for every setting: the study "
               f"runs on those {len(ids)} cases (seed {seed}'s first {len(use)} blocks of "
               f"{chunk}), not the pool's {cases}", flush=True)
-    draws = [[ids[i] for i in block_order(len(ids), k)] for k in range(orders)]
+    draws = [[ids[i] for i in block_order(len(ids), k)]
+             for k in range(first_order, first_order + orders)]
     for name, d in named:
         if name == "simulated":
             continue
@@ -530,6 +532,47 @@ def orders_table(out: dict) -> str:
                          f"{outcomes(f['with'])} | {corr} | {mult} | "
                          f"{spend(row) if i == 0 else '″'} |")
     return "\n".join(lines)
+
+
+def over_seeds(per_seed: list[dict]) -> dict:
+    """The README study at each seed on its own replays and its own order (one
+    ``orders_study`` a seed, one order each, the sweep's at that seed): per
+    setting and variant, the cases to a decision over the seeds without and
+    with the twin (median, quartiles), the outcomes' counts, the first-look
+    multiplier's median, and the median calls and dollars to the verdicts."""
+    out: dict = {"seeds": [r["seed"] for r in per_seed], "orders": len(per_seed),
+                 "cases_used": min(r["cases_used"] for r in per_seed),
+                 "block": per_seed[0]["block"], "settings": {}}
+    for name in per_seed[0]["settings"]:
+        rows = [r["settings"][name] for r in per_seed if name in r["settings"]]
+        row: dict = {"departure": rows[0]["departure"], "own_replays": rows[0]["own_replays"],
+                     "seeds": len(rows), "variants": {}}
+        for v in rows[0]["variants"]:
+            figures: dict = {}
+            for k in ("without", "with"):
+                used = [r["variants"][v][k]["median_cases"] for r in rows]
+                q1, med, q3 = np.percentile(used, [25, 50, 75])
+                outcomes: Counter = Counter()
+                for r in rows:
+                    outcomes.update(r["variants"][v][k]["outcomes"])
+                figures[k] = {"median_cases": float(med), "iqr": [float(q1), float(q3)],
+                              "outcomes": dict(outcomes)}
+            metrics = rows[0]["variants"][v]["multiplier_first_look"]
+            row["variants"][v] = {
+                **figures,
+                "correlation": {m: float(np.median([r["variants"][v]["correlation"][m] for r in rows
+                                                    if m in r["variants"][v]["correlation"]]))
+                                for m in rows[0]["variants"][v]["correlation"]},
+                "multiplier_first_look": {m: float(np.median(
+                    [r["variants"][v]["multiplier_first_look"][m] for r in rows
+                     if m in r["variants"][v]["multiplier_first_look"]])) for m in metrics}}
+        for k in ("without", "with"):
+            spent = [r[f"{k}_spend"] for r in rows if r[f"{k}_spend"] is not None]
+            row[f"{k}_spend"] = None if not spent else {
+                "median_calls": float(np.median([x["median_calls"] for x in spent])),
+                "median_usd": float(np.median([x["median_usd"] for x in spent]))}
+        out["settings"][name] = row
+    return out
 
 
 # -- 3. judge repeats where the grade is unstable -------------------------------------------
@@ -676,6 +719,9 @@ def main() -> None:
     parser.add_argument("--cache-commit", default="", help="read (and write) the replays kept "
                         "for this commit (default: the last commit that changed the replay code, "
                         "-dirty if the working tree changes it)")
+    parser.add_argument("--over-seeds", type=int, default=0, help="the study at seeds 0..N-1, "
+                        "each on its own replays of the whole pool and its own order (replays "
+                        "what the cache lacks), in place of --orders")
     parser.add_argument("--from-cache", action="store_true", help="--orders: replay nothing; "
                         "the study on the replays in the cache")
     parser.add_argument("--quick", action="store_true",
@@ -699,7 +745,15 @@ def main() -> None:
         return
     out: dict = {} if ns.skip_simulation else {"simulation": simulate(
         ns.studies, ns.first_look, interval=ungated if ns.ungated else None)}
-    if ns.orders:
+    if ns.over_seeds:
+        out["over_seeds"] = over_seeds([orders_study(
+            1, ns.cases, ns.chunk or ns.block, ns.block, ns.workers, departures, variants, seed=s,
+            cache=ns.cache, commit=ns.cache_commit or None, cached_only=ns.from_cache,
+            first_order=s) for s in range(ns.over_seeds)])
+        print(orders_table(out["over_seeds"]).replace(
+            f"over the {ns.over_seeds} orders", f"over the {ns.over_seeds} seeds").replace(
+            "(median over the orders)", "(median over the seeds)"), flush=True)
+    elif ns.orders:
         out["orders"] = orders_study(ns.orders, ns.cases, ns.chunk or ns.block, ns.block,
                                      ns.workers, departures, variants, seed=ns.replay_seed,
                                      cache=ns.cache, commit=ns.cache_commit or None,
@@ -708,10 +762,13 @@ def main() -> None:
         out["replays"] = replays(list(range(ns.seeds)), ns.cases, ns.block, ns.workers, departures,
                                  variants, ns.cache, ns.cache_commit or None)
     out["seconds"] = time.perf_counter() - t0
-    save("cv" + ((f"-orders-seed{ns.replay_seed}" if ns.replay_seed else "-orders")
-                 if ns.orders and ns.skip_simulation else "-replays"
-                 if ns.skip_simulation else "-simulation" if ns.skip_replays else "")
-         + ("-ungated" if ns.ungated else ""), out)
+    if ns.over_seeds:
+        name = "cv-seeds"
+    elif ns.orders and ns.skip_simulation:
+        name = f"cv-orders-seed{ns.replay_seed}" if ns.replay_seed else "cv-orders"
+    else:
+        name = "cv" + ("-replays" if ns.skip_simulation else "-simulation" if ns.skip_replays else "")
+    save(name + ("-ungated" if ns.ungated else ""), out)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,14 @@ import sys
 from ..conftest import REPO
 
 
-def _run(tmp_path, *args: str) -> dict:
+def _run(tmp_path, *args: str, mode: tuple[str, ...] = ("--orders", "3"),
+         result: str = "cv-orders", key: str = "orders") -> dict:
     env = {**os.environ, "SILAS_BENCH_RESULTS": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"}
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "bench_cv.py"), "--quick",
-                           "--skip-simulation", "--orders", "3", "--cache-commit", "test", *args],
+                           "--skip-simulation", *mode, "--cache-commit", "test", *args],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads((tmp_path / "cv-orders.json").read_text())["orders"]
+    return json.loads((tmp_path / f"{result}.json").read_text())[key]
 
 
 def test_orders_replay_each_chunk_once_and_rerun_from_the_cache(tmp_path):
@@ -45,6 +46,19 @@ def test_orders_replay_each_chunk_once_and_rerun_from_the_cache(tmp_path):
     again = _run(tmp_path)
     assert again["replay_jobs"]["replayed"] == 0 and again["replay_jobs"]["cached"] == len(kept)
     assert again["settings"] == first["settings"]
+
+    # --over-seeds: each seed on its own replays and its own order; seed 0's order is
+    # the first of --orders' orders, so its cases are one of theirs
+    seeds = _run(tmp_path, "--from-cache", mode=("--over-seeds", "1"), result="cv-seeds",
+                 key="over_seeds")
+    assert seeds["seeds"] == [0] and set(seeds["settings"]) == set(first["settings"])
+    for name, row in seeds["settings"].items():
+        weights = row["variants"]["scorer=weights"]
+        for k in ("without", "with"):
+            assert sum(weights[k]["outcomes"].values()) == 1
+            assert set(weights[k]["outcomes"]) <= set(
+                first["settings"][name]["variants"]["scorer=weights"][k]["outcomes"])
+            assert 4 <= weights[k]["median_cases"] <= 8
 
     # a setting missing its second chunk: --from-cache replays nothing and runs the
     # study on the first chunk, the only one every setting has
