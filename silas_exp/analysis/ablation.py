@@ -141,8 +141,9 @@ def _compare(data: SweepData, variant: str, control: str, metric: str, s: Analys
     ci = metric_interval(metric, m, a, b, s.confidence)
     cv = _corrected(data, variant, control, metric, cases, per_case)
     if cv is not None:
-        ci = corrected_interval(cv, ci, s.confidence)
-        cv = cv if ci.method == "corrected t" else None
+        corrected = corrected_interval(cv, ci, s.confidence)
+        cv = None if corrected is ci else cv  # the kind's own interval: no correction used
+        ci = corrected
     estimate, low, high = ci.estimate, ci.low, ci.high
     (mean, sd), (cmean, csd) = _paired_mean(a), _paired_mean(b)
     sprt = None

@@ -24,27 +24,21 @@ import hashlib
 import json
 import pickle
 from collections.abc import Callable
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-import silas_exp
 from silas_exp.data.suites.memo import signature
+from silas_exp.jit import source_digest
 from silas_exp.plugins import BUILT_IN, Kind
 from silas_exp.records import exclusive, write_bytes_atomic
 
 T = TypeVar("T")
 
 
-@lru_cache(maxsize=1)
 def code_digest() -> str:
-    """sha256 over silas_exp's Python sources (paths and bytes)."""
-    root = Path(silas_exp.__file__).parent
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
+    """sha256 over silas_exp's Python sources (paths and bytes): the digest
+    numba's cache of the compiled loop is kept under too."""
+    return source_digest()
 
 
 def shareable(*kinds: Kind) -> bool:
